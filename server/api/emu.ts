@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { defineRoute } from '../http/route';
+import { CapsPatch, CreateTenant, CreatedKey, RuntimeLimits, TenantInfo } from './schemas';
+import { ok, problems } from './common';
+import { LOCAL_TENANT } from '../services/tenants';
+
+/**
+ * The emulator's own surface: operator powers production exercises out of band. Admin token only;
+ * never part of /v1.
+ */
+const TenantParam = z.object({ name: z.string() });
+
+export const EmuInfo = z
+  .object({
+    version: z.string(),
+    url: z.string(),
+    data_dir: z.string(),
+    workspace: z.string().nullable(),
+    started_at: z.string(),
+    pid: z.number().int(),
+    local_api_key: z.string().nullable().meta({ description: 'The local tenant’s key, for the GUI and the tour.' }),
+    tenants: z.array(TenantInfo),
+  })
+  .meta({ id: 'EmuInfo' });
+
+export const emuRoutes = [
+  defineRoute({
+    method: 'get', path: '/_emu/info', auth: 'admin', tag: 'Emulator', summary: 'About this emulator',
+    responses: { 200: ok('Facts and the local key.', EmuInfo), ...problems(401) },
+    handler: ({ services }) => ({
+      status: 200,
+      body: {
+        version: services.facts.version,
+        url: services.facts.url(),
+        data_dir: services.facts.dataDir,
+        workspace: services.facts.workspace,
+        started_at: services.facts.startedAt,
+        pid: process.pid,
+        local_api_key: services.tenants.localKey(),
+        tenants: services.tenants.list().map((t) => services.tenants.view(t)),
+      },
+    }),
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/doctor', auth: 'admin', tag: 'Emulator', summary: 'What this host can enforce',
+    responses: { 200: ok('The doctor report.', z.record(z.string(), z.unknown())), ...problems(401) },
+    handler: async ({ services }) => ({ status: 200, body: await services.facts.doctor() }),
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/tenants', auth: 'admin', tag: 'Emulator', summary: 'List tenants',
+    responses: { 200: ok('Every tenant.', z.object({ data: z.array(TenantInfo) })), ...problems(401) },
+    handler: ({ services }) => ({ status: 200, body: { data: services.tenants.list().map((t) => services.tenants.view(t)) } }),
+  }),
+  defineRoute({
+    method: 'post', path: '/_emu/tenants', auth: 'admin', tag: 'Emulator', summary: 'Create a tenant (caps at their defaults)',
+    body: CreateTenant,
+    responses: { 201: ok('The tenant.', TenantInfo), ...problems(400, 401, 409, 415, 422) },
+    handler: async ({ services, body }) => ({ status: 201, body: services.tenants.view(await services.tenants.create(body.name)) }),
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/tenants/{name}', auth: 'admin', tag: 'Emulator', summary: 'Read a tenant',
+    params: TenantParam,
+    responses: { 200: ok('The tenant.', TenantInfo), ...problems(401, 404) },
+    handler: ({ services, params }) => ({ status: 200, body: services.tenants.view(services.tenants.get(params.name)) }),
+  }),
+  defineRoute({
+    method: 'patch', path: '/_emu/tenants/{name}/limits', auth: 'admin', tag: 'Emulator',
+    summary: "Change a tenant's caps (what production's operators do out of band)",
+    params: TenantParam, body: CapsPatch,
+    responses: { 200: ok('The caps now.', RuntimeLimits), ...problems(400, 401, 404, 415, 422) },
+    handler: async ({ services, params, body }) => ({ status: 200, body: await services.tenants.setCaps(params.name, body) }),
+  }),
+  defineRoute({
+    method: 'post', path: '/_emu/tenants/{name}/keys', auth: 'admin', tag: 'Emulator',
+    summary: 'Issue an API key for a tenant (shown once)',
+    params: TenantParam,
+    responses: { 201: ok('The key.', CreatedKey), ...problems(401, 404) },
+    handler: async ({ services, params }) => {
+      const { record, key } = await services.tenants.createKey(params.name);
+      return { status: 201, body: { id: record.id, tenant: params.name, key, prefix: record.prefix, created_at: record.created_at } };
+    },
+  }),
+];
+
+export { LOCAL_TENANT };

@@ -1,0 +1,76 @@
+import { readFile, access } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * What this host can enforce. A first version (issue 2): Node, platform and the cgroup layout; the
+ * executor adds limit backends, bubblewrap and runtime versions. Pure reads of /proc and /sys.
+ */
+export type CgroupMode = 'v2' | 'v1' | 'hybrid' | 'none';
+
+export interface CgroupInfo {
+  mode: CgroupMode;
+  v1_controllers: string[];
+  v2_mount: string | null;
+  v2_controllers: string[];
+}
+
+export interface DoctorReport {
+  node: string;
+  platform: NodeJS.Platform;
+  arch: string;
+  root: boolean;
+  cgroup: CgroupInfo;
+  electron_binary: boolean;
+  parity: 'full' | 'degraded';
+  notes: string[];
+}
+
+const V1_CONTROLLERS = new Set(['cpu', 'cpuacct', 'memory', 'pids', 'cpuset', 'blkio', 'devices', 'freezer', 'io']);
+
+export function parseCgroupMounts(mounts: string): Omit<CgroupInfo, 'v2_controllers'> {
+  const v1 = new Set<string>();
+  let v2: string | null = null;
+  for (const line of mounts.split('\n')) {
+    const [, mountPoint, fsType, options] = line.split(' ');
+    if (fsType === 'cgroup2' && mountPoint) v2 = v2 === '/sys/fs/cgroup' ? v2 : mountPoint;
+    if (fsType === 'cgroup' && options) for (const opt of options.split(',')) if (V1_CONTROLLERS.has(opt)) v1.add(opt);
+  }
+  const mode: CgroupMode = v1.size && v2 ? 'hybrid' : v1.size ? 'v1' : v2 ? 'v2' : 'none';
+  return { mode, v1_controllers: [...v1].sort(), v2_mount: v2 };
+}
+
+export async function detectCgroups(): Promise<CgroupInfo> {
+  const mounts = await readFile('/proc/mounts', 'utf8').catch(() => '');
+  const base = parseCgroupMounts(mounts);
+  let v2Controllers: string[] = [];
+  if (base.v2_mount) {
+    const text = await readFile(join(base.v2_mount, 'cgroup.controllers'), 'utf8').catch(() => '');
+    v2Controllers = text.trim().split(/\s+/).filter(Boolean).sort();
+  }
+  return { ...base, v2_controllers: v2Controllers };
+}
+
+export async function runDoctor(opts: { electronPathFile?: string } = {}): Promise<DoctorReport> {
+  const cgroup = process.platform === 'linux' ? await detectCgroups() : { mode: 'none' as const, v1_controllers: [], v2_mount: null, v2_controllers: [] };
+  const electronBinary = opts.electronPathFile
+    ? await access(opts.electronPathFile, constants.R_OK).then(() => true, () => false)
+    : false;
+  const notes: string[] = [];
+  const usableV1 = ['memory', 'cpu', 'pids'].every((c) => cgroup.v1_controllers.includes(c));
+  const usableV2 = ['memory', 'cpu', 'pids'].every((c) => cgroup.v2_controllers.includes(c));
+  if (process.platform === 'darwin') notes.push('macOS: limits are enforced inside a Lima VM (executor issue).');
+  else if (process.platform !== 'linux') notes.push(`${process.platform}: no cgroups; only the timeout can be enforced.`);
+  else if (!usableV1 && !usableV2) notes.push('No usable memory/cpu/pids cgroup controllers: only the timeout can be enforced.');
+  if (!electronBinary) notes.push('Electron binary not installed: the desktop app cannot start; the core runs headless.');
+  return {
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    root: typeof process.getuid === 'function' && process.getuid() === 0,
+    cgroup,
+    electron_binary: electronBinary,
+    parity: process.platform === 'linux' && (usableV1 || usableV2) ? 'full' : 'degraded',
+    notes,
+  };
+}

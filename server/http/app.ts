@@ -1,0 +1,104 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { z } from 'zod';
+import { ApiError, badRequest, unauthenticated, validationFailed, type FieldError } from '../errors';
+import { secretEquals } from '../ids';
+import type { Logger } from '../logger';
+import type { Services } from '../services';
+import { readJsonBody } from './body';
+import { hostAndOriginGuard, type HostPolicy } from './guards';
+import type { Metrics } from './metrics';
+import { observeMiddleware } from './observe';
+import { problemMiddleware } from './problem';
+import { koaPath, type RouteDef } from './route';
+import { staticGui } from './static-gui';
+
+export interface AppOptions {
+  services: Services;
+  routes: RouteDef[];
+  logger: Logger;
+  metrics: Metrics;
+  hostPolicy: HostPolicy;
+  adminToken: string;
+  openapi: unknown;
+  rendererDir: string | null;
+}
+
+function fieldErrors(error: z.ZodError, where: string): FieldError[] {
+  return error.issues.map((i) => ({
+    location: [where, ...i.path.map(String)].join('.'),
+    message: i.message,
+  }));
+}
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string, status: 400 | 422): T {
+  if (!schema) return value as T;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const errors = fieldErrors(result.error, where);
+  if (status === 422) throw validationFailed(errors);
+  throw badRequest('validation_failed', errors.map((e) => `${e.location}: ${e.message}`).join('; '), { errors });
+}
+
+function bearer(ctx: Koa.Context): string | undefined {
+  return /^Bearer (\S+)$/i.exec(ctx.get('authorization'))?.[1];
+}
+
+/** The Koa app: middleware in the order a request meets it, then the declared routes. */
+export function createApp(opts: AppOptions): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true; // errors are answered and logged by problemMiddleware, not printed by Koa
+  const router = new Router();
+
+  for (const route of opts.routes) {
+    router[route.method](koaPath(route.path), async (ctx) => {
+      ctx.state.routeTemplate = route.path;
+      let tenant = undefined as never;
+      if (route.auth === 'tenant') {
+        tenant = opts.services.tenants.authenticate(ctx.get('authorization')) as never;
+      } else if (route.auth === 'admin') {
+        const token = bearer(ctx) ?? ctx.get('x-emu-admin');
+        if (!token || !secretEquals(token, opts.adminToken)) {
+          throw unauthenticated('This is the emulator’s own surface: send the admin token from <data-dir>/emulator.json as "Authorization: Bearer emu_…".');
+        }
+      }
+      const params = parse(route.params, ctx.params, 'path', 422);
+      const query = parse(route.query, ctx.query, 'query', 400);
+      let body: unknown;
+      if (route.body) {
+        const raw = await readJsonBody(ctx);
+        if (raw === undefined && !route.bodyOptional) {
+          throw validationFailed([{ location: 'body', message: 'a JSON object body is required' }]);
+        }
+        body = parse(route.body, raw ?? {}, 'body', 422);
+      }
+      const reply = await route.handler({ params, query, body, services: opts.services, tenant, ctx } as never);
+      ctx.status = reply.status;
+      for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+      if (reply.body !== undefined) ctx.body = reply.body;
+    });
+  }
+
+  router.get('/openapi.json', (ctx) => {
+    ctx.state.routeTemplate = '/openapi.json';
+    ctx.body = opts.openapi;
+  });
+  router.get('/metrics', (ctx) => {
+    ctx.state.routeTemplate = '/metrics';
+    ctx.type = 'text/plain; version=0.0.4';
+    ctx.body = opts.metrics.render();
+  });
+
+  app.use(observeMiddleware(opts.logger, opts.metrics));
+  app.use(problemMiddleware(opts.logger));
+  app.use(hostAndOriginGuard(opts.hostPolicy));
+  app.use(async (ctx, next) => {
+    // Nothing here is meant for other origins: answer preflights with a plain refusal, no CORS headers.
+    if (ctx.method === 'OPTIONS') throw new ApiError(405, 'method_not_allowed', 'Method not allowed', 'CORS is not offered');
+    await next();
+  });
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  app.use(staticGui(opts.rendererDir));
+  return app;
+}

@@ -1,0 +1,34 @@
+import type { Middleware } from 'koa';
+import { newRequestId } from '../ids';
+import type { Logger } from '../logger';
+import type { Metrics } from './metrics';
+
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Request id (the caller's `X-Request-Id` when it is a sane token, else ours), one JSON log line per
+ * request and the HTTP metrics. Logs carry the route template, never bodies, headers or query values.
+ */
+export function observeMiddleware(logger: Logger, metrics: Metrics, now: () => number = () => performance.now()): Middleware {
+  return async (ctx, next) => {
+    const incoming = ctx.get('x-request-id');
+    const requestId = SAFE_REQUEST_ID.test(incoming) ? incoming : newRequestId();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    const start = now();
+    try {
+      await next();
+    } finally {
+      const ms = now() - start;
+      const route = (ctx.state.routeTemplate as string | undefined) ?? (ctx.status === 404 ? '(unmatched)' : ctx.path.startsWith('/assets/') ? '/assets/*' : ctx.path);
+      metrics.observeRequest(ctx.method, route, ctx.status, ms / 1000);
+      logger.log(ctx.status >= 500 ? 'error' : 'info', 'request', {
+        request_id: requestId,
+        method: ctx.method,
+        route,
+        status: ctx.status,
+        ms: Math.round(ms * 100) / 100,
+      });
+    }
+  };
+}

@@ -1,0 +1,50 @@
+import type { Middleware } from 'koa';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, sep } from 'node:path';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Snippet Emulator</title>
+<p>The GUI is not built in this checkout. Run <code>npm run build</code> (or <code>npm start</code>), then reload.</p>
+<p>The API is served here: <a href="/openapi.json">/openapi.json</a>.</p>`;
+
+/**
+ * Serves the built GUI (`out/renderer`) at `/`: index.html for `/`, files under it by path. The
+ * admin token never sits in a page: the GUI reads it from `?token=` or the desktop bridge.
+ */
+export function staticGui(dir: string | null): Middleware {
+  return async (ctx, next) => {
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    if (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/_emu/')) return next();
+    const rel = ctx.path === '/' ? 'index.html' : decodeURIComponent(ctx.path.slice(1));
+    if (!dir) {
+      if (ctx.path !== '/') return next();
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = NOT_BUILT;
+      return;
+    }
+    const file = normalize(join(dir, rel));
+    if (!file.startsWith(dir + sep)) return next();
+    const info = await stat(file).catch(() => null);
+    if (!info?.isFile()) {
+      if (ctx.path !== '/') return next();
+      ctx.type = 'text/html; charset=utf-8';
+      ctx.body = NOT_BUILT;
+      return;
+    }
+    ctx.set('Cache-Control', rel === 'index.html' ? 'no-store' : 'public, max-age=3600');
+    ctx.set('Content-Security-Policy', "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.type = TYPES[extname(file)] ?? 'application/octet-stream';
+    ctx.body = await readFile(file);
+  };
+}

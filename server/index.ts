@@ -1,0 +1,139 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EmulatorConfigSchema, type EmulatorConfig } from './config';
+import { DataDirError } from './errors';
+import { newAdminToken } from './ids';
+import { jsonLogger, type Logger } from './logger';
+import { createApp } from './http/app';
+import { Metrics } from './http/metrics';
+import { allRoutes } from './api/routes';
+import { buildOpenApi } from './api/openapi';
+import { createServices, type Services } from './services';
+import { acquireDataDir, dataDirPaths } from './storage/data-dir';
+import { openState } from './open-state';
+import { runDoctor } from './doctor';
+import { EMULATOR_VERSION } from './version';
+
+export type { EmulatorConfig } from './config';
+export { DataDirError, DataDirInUseError } from './errors';
+export { EMULATOR_VERSION } from './version';
+
+export interface RunningEmulator {
+  url: string;
+  port: number;
+  adminToken: string;
+  /** The local tenant's key (null if it cannot be shown: a data dir moved without its key file). */
+  localApiKey: string | null;
+  /** True when this start created the data dir's state. */
+  firstStart: boolean;
+  dataDir: string;
+  services: Services;
+  stop(): Promise<void>;
+}
+
+const hostForUrl = (host: string) =>
+  host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+
+/**
+ * Starts the core on a data dir: takes the data dir's lock, opens the state, ensures the local tenant,
+ * listens, and records `{port, pid, admin_token}` in `emulator.json` (0600). `stop()` undoes all of it.
+ */
+export async function startEmulator(input: EmulatorConfig): Promise<RunningEmulator> {
+  const config = EmulatorConfigSchema.parse(input);
+  const logger: Logger = input.logger ?? jsonLogger((line) => process.stderr.write(line));
+  const paths = dataDirPaths(config.dataDir);
+  const lock = await acquireDataDir(paths, 'core', EMULATOR_VERSION);
+  const cleanup: (() => Promise<void> | void)[] = [() => lock.release()];
+  const runCleanup = async () => {
+    for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {});
+  };
+  try {
+    const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
+    const adminToken = newAdminToken();
+    let url = '';
+    const services = createServices(
+      deps,
+      {
+        version: EMULATOR_VERSION,
+        dataDir: paths.root,
+        workspace: config.workspace,
+        startedAt: new Date().toISOString(),
+        url: () => url,
+        doctor: () => runDoctor({ electronPathFile: config.electronPathFile }),
+        ready: () => {
+          const reasons: string[] = [];
+          if (deps.repo.writeError) reasons.push(`the data dir cannot be written: ${deps.repo.writeError.message}`);
+          return { ready: reasons.length === 0, reasons };
+        },
+      },
+      input.validateCode ?? null,
+    );
+    const local = await services.tenants.ensureLocal();
+    const live = deps.repo.read((db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db)]));
+    await deps.blobs.collectGarbage(live).catch((err) => logger.log('warn', 'blob garbage collection failed', { error: String(err) }));
+
+    const metrics = new Metrics();
+    metrics.gauge('svc_emu_process_resident_memory_bytes', 'Resident memory of the core process.', () => process.memoryUsage().rss);
+    const app = createApp({
+      services,
+      routes: allRoutes,
+      logger,
+      metrics,
+      hostPolicy: { boundHost: config.host, allowedHosts: config.allowedHosts },
+      adminToken,
+      openapi: buildOpenApi(allRoutes, EMULATOR_VERSION),
+      rendererDir: config.rendererDir,
+    });
+    const server = createServer(app.callback());
+    await listen(server, config.port, config.host);
+    cleanup.push(() => closeServer(server));
+    const port = (server.address() as AddressInfo).port;
+    url = `http://${hostForUrl(config.host)}:${port}`;
+    await lock.update({ port, url, admin_token: adminToken });
+
+    const sweeper = setInterval(() => {
+      services.store.sweep().catch((err) => logger.log('warn', 'store sweep failed', { error: String(err) }));
+    }, config.storeSweepMs);
+    sweeper.unref();
+    cleanup.push(() => clearInterval(sweeper));
+    cleanup.push(() => deps.repo.flush().catch(() => {}));
+
+    logger.log('info', 'emulator started', { url, data_dir: paths.root, version: EMULATOR_VERSION, first_start: local.created });
+    let stopping: Promise<void> | null = null;
+    return {
+      url,
+      port,
+      adminToken,
+      localApiKey: local.key,
+      firstStart: local.created,
+      dataDir: paths.root,
+      services,
+      stop: () => (stopping ??= runCleanup().then(() => logger.log('info', 'emulator stopped', {}))),
+    };
+  } catch (err) {
+    await runCleanup();
+    throw err;
+  }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new DataDirError(`${host}:${port}`, 'is already in use', 'Pass --port to choose another port (0 picks a free one).'));
+      else if (err.code === 'EADDRNOTAVAIL') reject(new DataDirError(host, 'is not an address of this machine', 'Pass --host 127.0.0.1.'));
+      else reject(err);
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

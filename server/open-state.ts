@@ -1,0 +1,19 @@
+import { BlobStore } from './storage/blobs';
+import { Repository } from './storage/repository';
+import { dataDirPaths, type DataDirPaths } from './storage/data-dir';
+import { aesGcmSecretBox, keyFileProvider, type SecretKeyProvider } from './crypto/secret-box';
+import type { Clock, CoreDeps } from './core-deps';
+
+/** Opens a data dir's state (db, blobs, secret box): shared by the core and the CLI's offline mode. */
+export async function openState(
+  dataDir: string,
+  opts: { secretKeyProvider?: SecretKeyProvider; clock?: Clock } = {},
+): Promise<{ paths: DataDirPaths; deps: CoreDeps }> {
+  const paths = dataDirPaths(dataDir);
+  const repo = await Repository.open(paths.db);
+  const key = await (opts.secretKeyProvider ?? keyFileProvider(paths.secretKey))();
+  return {
+    paths,
+    deps: { repo, blobs: new BlobStore(paths.blobs), secretBox: aesGcmSecretBox(key), clock: opts.clock ?? (() => new Date()) },
+  };
+}

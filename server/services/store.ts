@@ -1,0 +1,122 @@
+import { notFound, payloadTooLarge } from '../errors';
+import type { DbData, StoreRecord, TenantRecord } from '../storage/schema';
+import { type CoreDeps, nowIso } from '../core-deps';
+import { paginate, type PageRequest } from './pagination';
+import { STORE_VALUE_MAX_BYTES } from '../api/schemas';
+
+/** Values up to this size live in db.json; larger ones in a blob file, to keep every db write small. */
+export const STORE_INLINE_MAX_BYTES = 8 * 1024;
+
+export interface StoreEntryView {
+  key: string;
+  value: unknown;
+  expires_at: string | null;
+  updated_at: string;
+}
+
+/**
+ * The tenant store behind `@svc/store` / `svc.store` and `/v1/store`. Expired entries read as missing
+ * at once and are removed by `sweep`, which the core runs on a timer.
+ */
+export class StoreService {
+  constructor(private readonly deps: CoreDeps) {}
+
+  private live(db: Readonly<DbData>, tenant: TenantRecord, key: string): StoreRecord | undefined {
+    const rec = db.store.find((r) => r.tenant_id === tenant.id && r.key === key);
+    return rec && !this.expired(rec) ? rec : undefined;
+  }
+
+  private expired(rec: StoreRecord, now = this.deps.clock().getTime()): boolean {
+    return rec.expires_at !== null && Date.parse(rec.expires_at) <= now;
+  }
+
+  async get(tenant: TenantRecord, key: string): Promise<StoreEntryView | null> {
+    const rec = this.deps.repo.read((db) => this.live(db, tenant, key));
+    if (!rec) return null;
+    const value = rec.blob !== undefined ? JSON.parse(await this.deps.blobs.getText(rec.blob)) : rec.value;
+    return { key: rec.key, value, expires_at: rec.expires_at, updated_at: rec.updated_at };
+  }
+
+  async getOrThrow(tenant: TenantRecord, key: string): Promise<StoreEntryView> {
+    const entry = await this.get(tenant, key);
+    if (!entry) throw notFound('store key', key);
+    return entry;
+  }
+
+  async set(
+    tenant: TenantRecord,
+    key: string,
+    value: unknown,
+    ttlSeconds?: number | null,
+  ): Promise<{ created: boolean; entry: StoreEntryView }> {
+    const json = JSON.stringify(value);
+    const size = Buffer.byteLength(json, 'utf8');
+    if (size > STORE_VALUE_MAX_BYTES) {
+      throw payloadTooLarge(`the value is ${size} bytes as JSON; a store value may be at most ${STORE_VALUE_MAX_BYTES} (1 MiB)`);
+    }
+    const blob = size > STORE_INLINE_MAX_BYTES ? await this.deps.blobs.put(json) : undefined;
+    return this.deps.repo.mutate((db) => {
+      const now = this.deps.clock();
+      const nowText = now.toISOString();
+      const expires_at = ttlSeconds ? new Date(now.getTime() + ttlSeconds * 1000).toISOString() : null;
+      const fields = blob !== undefined ? { blob, value: undefined } : { value: JSON.parse(json) as unknown, blob: undefined };
+      const index = db.store.findIndex((r) => r.tenant_id === tenant.id && r.key === key);
+      const existing = index >= 0 ? db.store[index]! : undefined;
+      const created = !existing || this.expired(existing, now.getTime());
+      const rec: StoreRecord = {
+        tenant_id: tenant.id,
+        key,
+        ...fields,
+        size,
+        expires_at,
+        created_at: created ? nowText : existing!.created_at,
+        updated_at: nowText,
+      };
+      if (rec.value === undefined) delete rec.value;
+      if (rec.blob === undefined) delete rec.blob;
+      if (index >= 0) db.store[index] = rec;
+      else db.store.push(rec);
+      return { created, entry: { key, value, expires_at, updated_at: nowText } };
+    });
+  }
+
+  async delete(tenant: TenantRecord, key: string): Promise<boolean> {
+    return this.deps.repo.mutate((db) => {
+      const rec = this.live(db, tenant, key);
+      if (!rec) return false;
+      db.store = db.store.filter((r) => r !== rec);
+      return true;
+    });
+  }
+
+  list(tenant: TenantRecord, prefix: string, page: PageRequest) {
+    const now = this.deps.clock().getTime();
+    const sorted = this.deps.repo.read((db) =>
+      db.store
+        .filter((r) => r.tenant_id === tenant.id && r.key.startsWith(prefix) && !this.expired(r, now))
+        .sort((a, b) => (a.key < b.key ? -1 : 1)),
+    );
+    return paginate(sorted, (r) => r.key, page, (r) => ({
+      key: r.key,
+      size: r.size,
+      expires_at: r.expires_at,
+      updated_at: r.updated_at,
+    }));
+  }
+
+  /** Removes expired entries; returns how many. Writes only when there is something to remove. */
+  async sweep(): Promise<number> {
+    const now = this.deps.clock().getTime();
+    const count = this.deps.repo.read((db) => db.store.filter((r) => this.expired(r, now)).length);
+    if (count === 0) return 0;
+    return this.deps.repo.mutate((db) => {
+      const before = db.store.length;
+      db.store = db.store.filter((r) => !this.expired(r, now));
+      return before - db.store.length;
+    });
+  }
+
+  liveBlobs(db: Readonly<DbData>): string[] {
+    return db.store.flatMap((r) => (r.blob ? [r.blob] : []));
+  }
+}

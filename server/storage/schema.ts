@@ -1,0 +1,151 @@
+import { z } from 'zod';
+
+/**
+ * The shape of `db.json`. Parsed with these schemas on every load, so a hand-edited file that no longer
+ * fits is reported field by field instead of failing later somewhere deep.
+ */
+export const SCHEMA_VERSION = 1;
+
+const isoTime = z.string().datetime({ offset: true });
+
+export const CapsRecord = z.object({
+  timeout_ms: z.number().int().min(1),
+  max_memory_mb: z.number().int().min(1),
+  max_cpu_percent: z.number().int().min(1),
+  max_concurrency: z.number().int().min(1),
+});
+
+export const TenantRecord = z.object({
+  id: z.string(),
+  name: z.string(),
+  caps: CapsRecord,
+  /** Sealed with the secret box; `whsec_…` once opened. */
+  webhook_secret: z.string(),
+  webhook_secret_created_at: isoTime,
+  created_at: isoTime,
+});
+
+export const ApiKeyRecord = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  /** SHA-256 of the key, hex. The key itself is never stored… */
+  hash: z.string().regex(/^[0-9a-f]{64}$/),
+  prefix: z.string(),
+  /** …except the local tenant's first key, sealed, so the GUI can show it (API.md, "Starting it"). */
+  sealed: z.string().optional(),
+  created_at: isoTime,
+});
+
+export const FileEntry = z.object({ path: z.string(), size: z.number().int().min(0), sha256: z.string() });
+
+export const SnippetRecord = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  name: z.string(),
+  runtime: z.enum(['bun', 'python']),
+  description: z.string(),
+  latest_version: z.number().int().min(0),
+  created_at: isoTime,
+  updated_at: isoTime,
+});
+
+export const VersionRecord = z.object({
+  snippet_id: z.string(),
+  version: z.number().int().min(1),
+  entrypoint: z.string(),
+  files: z.array(FileEntry),
+  sha256: z.string(),
+  size_bytes: z.number().int().min(0),
+  timeout_ms: z.number().int().min(1),
+  max_memory_mb: z.number().int().min(1),
+  max_cpu_percent: z.number().int().min(1),
+  source: z.enum(['api', 'workspace']),
+  created_at: isoTime,
+});
+
+export const EnvironmentRecord = z.object({
+  tenant_id: z.string(),
+  name: z.string(),
+  builtin: z.boolean(),
+  created_at: isoTime,
+});
+
+export const DeploymentRecord = z.object({
+  snippet_id: z.string(),
+  env: z.string(),
+  version: z.number().int().min(1),
+  previous_version: z.number().int().min(1).nullable(),
+  deployed_at: isoTime,
+});
+
+export const SecretRecord = z.object({
+  tenant_id: z.string(),
+  name: z.string(),
+  sealed: z.string(),
+  created_at: isoTime,
+  updated_at: isoTime,
+});
+
+export const StoreRecord = z.object({
+  tenant_id: z.string(),
+  key: z.string(),
+  /** Small values inline; large ones in a blob file named by `blob`. Exactly one is set. */
+  value: z.unknown().optional(),
+  blob: z.string().optional(),
+  size: z.number().int().min(0),
+  expires_at: isoTime.nullable(),
+  created_at: isoTime,
+  updated_at: isoTime,
+});
+
+export const IntegrationRecord = z.object({
+  tenant_id: z.string(),
+  name: z.string(),
+  provider: z.string(),
+  base_url: z.string().nullable(),
+  auth: z.object({
+    type: z.enum(['bearer', 'header', 'basic', 'none']),
+    secret: z.string().nullable(),
+    header: z.string().nullable(),
+  }),
+  created_at: isoTime,
+  updated_at: isoTime,
+});
+
+export const DbData = z.object({
+  schema_version: z.literal(SCHEMA_VERSION),
+  tenants: z.array(TenantRecord),
+  api_keys: z.array(ApiKeyRecord),
+  snippets: z.array(SnippetRecord),
+  versions: z.array(VersionRecord),
+  environments: z.array(EnvironmentRecord),
+  deployments: z.array(DeploymentRecord),
+  secrets: z.array(SecretRecord),
+  store: z.array(StoreRecord),
+  integrations: z.array(IntegrationRecord),
+});
+
+export type CapsRecord = z.infer<typeof CapsRecord>;
+export type TenantRecord = z.infer<typeof TenantRecord>;
+export type ApiKeyRecord = z.infer<typeof ApiKeyRecord>;
+export type SnippetRecord = z.infer<typeof SnippetRecord>;
+export type VersionRecord = z.infer<typeof VersionRecord>;
+export type EnvironmentRecord = z.infer<typeof EnvironmentRecord>;
+export type DeploymentRecord = z.infer<typeof DeploymentRecord>;
+export type SecretRecord = z.infer<typeof SecretRecord>;
+export type StoreRecord = z.infer<typeof StoreRecord>;
+export type IntegrationRecord = z.infer<typeof IntegrationRecord>;
+export type DbData = z.infer<typeof DbData>;
+
+export const emptyDb = (): DbData => ({
+  schema_version: SCHEMA_VERSION,
+  tenants: [],
+  api_keys: [],
+  snippets: [],
+  versions: [],
+  environments: [],
+  deployments: [],
+  secrets: [],
+  store: [],
+  integrations: [],
+});
