@@ -75,7 +75,7 @@ export class DataDirInUseError extends DataDirError {
   ) {
     super(
       path,
-      `in use by another ${owner.kind === 'cli' ? 'svc-emu command' : 'emulator'} (pid ${owner.pid}${owner.url ? `, ${owner.url}` : ''})`,
+      `in use by another ${owner.kind === 'cli' ? 'svc-emu command' : 'emulator'} (${owner.pid ? `pid ${owner.pid}` : 'starting now'}${owner.url ? `, ${owner.url}` : ''})`,
       'Stop it first, or pass --data-dir to run with a separate state.',
     );
     this.name = 'DataDirInUseError';

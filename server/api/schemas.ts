@@ -108,15 +108,25 @@ const BundlePath = z
   .min(1)
   .max(255)
   .refine(
-    (p) => !p.startsWith('/') && !p.includes('\\') && !p.includes('\0') && p.split('/').every((s) => s !== '' && s !== '.' && s !== '..'),
-    'must be a relative path without "..", "." or empty segments',
+    (p) =>
+      !p.startsWith('/') &&
+      !p.includes('\\') &&
+      !p.includes('\0') &&
+      p.split('/').every((s) => s !== '' && s !== '.' && s !== '..' && s !== '__proto__'),
+    'must be a relative path without "..", ".", "__proto__" or empty segments',
   );
 
 export const CreateVersion = z
   .object({
     code: z.string().optional().meta({ description: 'The whole snippet as one file.' }),
     files: z
-      .record(BundlePath, z.string())
+      .preprocess((value, ctx) => {
+        // zod skips a `__proto__` key of a record without a word; a file must never vanish silently.
+        if (value && typeof value === 'object' && Object.hasOwn(value, '__proto__')) {
+          ctx.addIssue({ code: 'custom', message: 'key "__proto__" is not a valid file path', input: value });
+        }
+        return value;
+      }, z.record(BundlePath, z.string()))
       .optional()
       .meta({ description: 'A multi-file bundle: relative path → content (1 MiB in all).' }),
     entrypoint: BundlePath.optional().meta({

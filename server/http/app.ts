@@ -1,7 +1,8 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { z } from 'zod';
-import { ApiError, badRequest, unauthenticated, validationFailed, type FieldError } from '../errors';
+import { ApiError, badRequest, unauthenticated, validationFailed } from '../errors';
+import { fieldErrors } from '../api/field-errors';
 import { secretEquals } from '../ids';
 import type { Logger } from '../logger';
 import type { Services } from '../services';
@@ -22,13 +23,6 @@ export interface AppOptions {
   adminToken: string;
   openapi: unknown;
   rendererDir: string | null;
-}
-
-function fieldErrors(error: z.ZodError, where: string): FieldError[] {
-  return error.issues.map((i) => ({
-    location: [where, ...i.path.map(String)].join('.'),
-    message: i.message,
-  }));
 }
 
 function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string, status: 400 | 422): T {

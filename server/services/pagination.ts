@@ -10,10 +10,10 @@ export interface Page<T> {
 }
 
 const encode = (key: string) => Buffer.from(JSON.stringify({ k: key }), 'utf8').toString('base64url');
-function decode(cursor: string): string {
+function decode(cursor: string, valid: (key: string) => boolean): string {
   try {
     const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { k?: unknown };
-    if (typeof parsed.k === 'string') return parsed.k;
+    if (typeof parsed.k === 'string' && valid(parsed.k)) return parsed.k;
   } catch {
     /* fall through */
   }
@@ -32,14 +32,13 @@ export function paginate<T, R>(
   req: PageRequest,
   map: (item: T) => R,
   compare: (a: string, b: string) => number = (a, b) => (a < b ? -1 : a > b ? 1 : 0),
+  validKey: (key: string) => boolean = () => true,
 ): Page<R> {
   const limit = req.limit ?? 100;
-  const after = req.cursor === undefined ? null : decode(req.cursor);
+  const after = req.cursor === undefined ? null : decode(req.cursor, validKey);
   const start = after === null ? 0 : sorted.findIndex((item) => compare(keyOf(item), after) > 0);
   const slice = start < 0 ? [] : sorted.slice(start, start + limit);
   const more = start >= 0 && start + limit < sorted.length;
   const last = slice[slice.length - 1];
   return { data: slice.map(map), next_cursor: more && last !== undefined ? encode(keyOf(last)) : null };
 }
-
-export const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

@@ -148,13 +148,13 @@ export class SnippetService {
       if (paths.length > BUNDLE_MAX_FILES) {
         throw validationFailed([{ location: 'body.files', message: `must hold at most ${BUNDLE_MAX_FILES} files` }]);
       }
-      const found = body.entrypoint ?? defaults.find((d) => d in files);
+      const found = body.entrypoint ?? defaults.find((d) => Object.hasOwn(files, d));
       if (!found) {
         throw validationFailed([
           { location: 'body.entrypoint', message: `is required: none of ${defaults.join(', ')} is in files` },
         ]);
       }
-      if (!(found in files)) {
+      if (!Object.hasOwn(files, found)) {
         throw validationFailed([{ location: 'body.entrypoint', message: `'${found}' is not one of the files` }]);
       }
       entrypoint = found;
@@ -254,7 +254,7 @@ export class SnippetService {
     const sorted = this.deps.repo.read((db) =>
       db.versions.filter((v) => v.snippet_id === snippet.id).sort((a, b) => b.version - a.version),
     );
-    return paginate(sorted, (v) => String(v.version), page, (v) => this.versionView(snippet, v), (a, b) => Number(b) - Number(a));
+    return paginate(sorted, (v) => String(v.version), page, (v) => this.versionView(snippet, v), (a, b) => Number(b) - Number(a), (k) => /^\d+$/.test(k));
   }
 
   findVersion(snippet: SnippetRecord, version: number): VersionRecord | undefined {

@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, unlink, chmod } from 'node:fs/promises';
+import { mkdir, open, readFile, unlink, chmod, stat } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -86,6 +86,13 @@ export async function liveOwner(paths: DataDirPaths): Promise<LockFile | null> {
   return lock && isAlive(lock.pid, lock.pid_start) ? lock : null;
 }
 
+/** How long an unreadable emulator.json counts as "being written" rather than stale. */
+const UNREADABLE_LOCK_GRACE_MS = 5_000;
+const ageMs = async (path: string) => {
+  const info = await stat(path).catch(() => null);
+  return info ? Date.now() - info.mtimeMs : Infinity;
+};
+
 export interface DataDirLock {
   /** Replace the lock's content (the core does so once it knows its port). */
   update(patch: Partial<LockFile>): Promise<void>;
@@ -123,11 +130,9 @@ export async function acquireDataDir(
       }
       const owner = await readLock(paths);
       if (owner && isAlive(owner.pid, owner.pid_start)) throw new DataDirInUseError(paths.root, owner);
-      if (!owner && attempt === 0) {
-        // Possibly being written right now by a starting owner: look once more before calling it stale.
-        await new Promise((r) => setTimeout(r, 50));
-        const again = await readLock(paths);
-        if (again && isAlive(again.pid, again.pid_start)) throw new DataDirInUseError(paths.root, again);
+      if (!owner && (await ageMs(paths.lock)) < UNREADABLE_LOCK_GRACE_MS) {
+        // Unreadable but fresh: an owner is writing it right now (create and write are two steps).
+        throw new DataDirInUseError(paths.root, { pid: 0, kind: 'core', url: null });
       }
       if (attempt >= 2) throw new DataDirError(paths.lock, 'could not be taken over (it keeps reappearing)');
       await unlink(paths.lock).catch(() => {}); // stale: its owner is gone

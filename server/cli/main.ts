@@ -1,0 +1,248 @@
+import { parseArgs } from 'node:util';
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { ApiError, DataDirError } from '../errors';
+import { dataDirPaths } from '../storage/data-dir';
+import { CapsPatch, ResourceName } from '../api/schemas';
+import { runDoctor, type DoctorReport } from '../doctor';
+import { EMULATOR_VERSION } from '../version';
+import { openOperator } from './operator';
+import type { TenantView } from '../services/tenants';
+
+export interface CliIO {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  cwd: string;
+  /** Resolves when the process is asked to stop (serve waits on it). */
+  untilSignal: () => Promise<string>;
+}
+
+const defaultIO = (): CliIO => ({
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  cwd: process.cwd(),
+  untilSignal: () =>
+    new Promise((res) => {
+      for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => res(sig));
+    }),
+});
+
+const USAGE = `svc-emu ${EMULATOR_VERSION} — the Snippet Emulator's headless core and operator CLI
+
+Usage:
+  svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR]
+  svc-emu tenant list
+  svc-emu tenant create NAME
+  svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
+  svc-emu key create --tenant NAME
+  svc-emu doctor
+
+Every command takes --data-dir DIR (default ./.svc-emu) and --json.
+Operator commands go through the running emulator when one owns the data dir, else edit its files.
+`;
+
+class UsageError extends Error {}
+
+const OPTIONS = {
+  'data-dir': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  port: { type: 'string' },
+  host: { type: 'string' },
+  'allow-host': { type: 'string', multiple: true },
+  workspace: { type: 'string' },
+  tenant: { type: 'string' },
+  'timeout-ms': { type: 'string' },
+  'max-memory-mb': { type: 'string' },
+  'max-cpu-percent': { type: 'string' },
+  'max-concurrency': { type: 'string' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** Runs one CLI command; returns the exit code (0 ok, 1 failed, 2 usage). Never throws. */
+export async function main(argv: string[], io: CliIO = defaultIO()): Promise<number> {
+  let values: Values;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }));
+  } catch (err) {
+    io.stderr(`svc-emu: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (values.help || positionals.length === 0) {
+    (values.help ? io.stdout : io.stderr)(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const dataDir = resolve(io.cwd, values['data-dir'] ?? '.svc-emu');
+  const out = (human: string, json: unknown) => io.stdout(values.json ? JSON.stringify(json) + '\n' : human);
+  try {
+    const [cmd, sub, ...rest] = positionals;
+    const command = [cmd, sub].filter(Boolean).join(' ');
+    switch (cmd) {
+      case 'serve':
+        expectArgs(positionals, 1);
+        return await serve(values, dataDir, io);
+      case 'doctor': {
+        expectArgs(positionals, 1);
+        const report = await runDoctor({ electronPathFile: electronPathFile() });
+        out(formatDoctor(report), report);
+        return 0;
+      }
+      case 'tenant':
+      case 'key': {
+        const op = await openOperator(dataDirPaths(dataDir));
+        try {
+          if (command === 'tenant list') {
+            expectArgs(positionals, 2);
+            const tenants = await op.listTenants();
+            out(tenants.map(formatTenant).join('\n') || 'no tenants\n', { data: tenants });
+          } else if (command === 'tenant create') {
+            const [name] = needArgs(rest, 1, 'tenant create NAME');
+            const tenant = await op.createTenant(decode(ResourceName, name, 'NAME'));
+            out(`created tenant ${tenant.name}\n${formatTenant(tenant)}`, tenant);
+          } else if (command === 'tenant limits') {
+            const [name] = needArgs(rest, 1, 'tenant limits NAME');
+            const patch = capsFrom(values);
+            const caps = Object.keys(patch).length ? await op.setCaps(name!, patch) : (await op.getTenant(name!)).caps;
+            out(formatCaps(caps), { tenant: name, caps });
+          } else if (command === 'key create') {
+            expectArgs(positionals, 2);
+            if (!values.tenant) throw new UsageError('key create needs --tenant NAME');
+            const key = await op.createKey(values.tenant);
+            // The key alone on stdout, so `KEY=$(svc-emu key create --tenant t)` works.
+            out(`${key.key}\n`, key);
+          } else {
+            throw new UsageError(`unknown command '${command}'`);
+          }
+        } finally {
+          await op.close();
+        }
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command '${cmd}'`);
+    }
+  } catch (err) {
+    return report(err, io, values.json === true);
+  }
+}
+
+function report(err: unknown, io: CliIO, json: boolean): number {
+  if (err instanceof UsageError) {
+    io.stderr(`svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`);
+    return 2;
+  }
+  if (err instanceof ApiError) {
+    io.stderr(json ? JSON.stringify({ code: err.code, detail: err.message, ...err.extra }) + '\n' : `svc-emu: ${err.message} (${err.code})\n`);
+    return 1;
+  }
+  if (err instanceof DataDirError) {
+    io.stderr(json ? JSON.stringify({ code: 'data_dir', path: err.path, detail: err.problem, hint: err.hint ?? null }) + '\n' : `svc-emu: ${err.message}\n`);
+    return 1;
+  }
+  io.stderr(`svc-emu: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  return 1;
+}
+
+function expectArgs(positionals: string[], n: number) {
+  if (positionals.length > n) throw new UsageError(`unexpected argument '${positionals[n]}'`);
+}
+function needArgs(rest: string[], n: number, form: string): string[] {
+  if (rest.length < n) throw new UsageError(`usage: svc-emu ${form}`);
+  if (rest.length > n) throw new UsageError(`unexpected argument '${rest[n]}'`);
+  return rest;
+}
+
+function decode<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  throw new UsageError(r.error.issues.map((i) => `${i.path.length ? `--${String(i.path[0]).replace(/_/g, '-')}` : what}: ${i.message}`).join('; '));
+}
+
+function capsFrom(values: Values) {
+  const raw: Record<string, number> = {};
+  const map = { 'timeout-ms': 'timeout_ms', 'max-memory-mb': 'max_memory_mb', 'max-cpu-percent': 'max_cpu_percent', 'max-concurrency': 'max_concurrency' } as const;
+  for (const [flag, field] of Object.entries(map)) {
+    const v = values[flag as keyof typeof map];
+    if (v === undefined) continue;
+    if (!/^-?\d+$/.test(v)) throw new UsageError(`--${flag}: must be an integer, got '${v}'`);
+    raw[field] = Number(v);
+  }
+  return decode(CapsPatch, raw, 'limits');
+}
+
+async function serve(values: Values, dataDir: string, io: CliIO): Promise<number> {
+  const { startEmulator } = await import('../index');
+  const port = values.port === undefined ? 7070 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: must be 0–65535, got '${values.port}'`);
+  const host = values.host ?? '127.0.0.1';
+  if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
+    io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.\n`);
+  }
+  const emu = await startEmulator({
+    dataDir,
+    port,
+    host,
+    workspace: values.workspace ? resolve(io.cwd, values.workspace) : null,
+    allowedHosts: values['allow-host'] ?? [],
+    rendererDir: rendererDir(),
+    electronPathFile: electronPathFile(),
+  });
+  const gui = `${emu.url}/?token=${emu.adminToken}`;
+  if (values.json) {
+    io.stdout(JSON.stringify({ url: emu.url, gui_url: gui, api_key: emu.localApiKey, tenant: 'local', data_dir: emu.dataDir, first_start: emu.firstStart }) + '\n');
+  } else {
+    io.stdout(
+      [
+        `Snippet Emulator ${EMULATOR_VERSION} — headless core`,
+        `  API      ${emu.url}/v1`,
+        `  GUI      ${gui}`,
+        `  API key  ${emu.localApiKey ?? '(not shown: the data dir has no readable key; create one with `svc-emu key create --tenant local`)'}   (tenant local${emu.firstStart ? ', created now' : ''})`,
+        `  Data     ${emu.dataDir}`,
+        `Press Ctrl+C to stop.`,
+        '',
+      ].join('\n'),
+    );
+  }
+  const signal = await io.untilSignal();
+  io.stderr(`svc-emu: ${signal}, stopping\n`);
+  await emu.stop();
+  return 0;
+}
+
+/** The built GUI: beside the CLI bundle (out/cli → out/renderer), or out/renderer from the sources. */
+function rendererDir(): string | null {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [join(here, '..', 'renderer'), join(here, '..', '..', 'out', 'renderer')]) {
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+  }
+  return null;
+}
+
+function electronPathFile(): string | undefined {
+  try {
+    return join(dirname(createRequire(import.meta.url).resolve('electron/package.json')), 'path.txt');
+  } catch {
+    return undefined;
+  }
+}
+
+const formatCaps = (c: TenantView['caps']) =>
+  `  timeout_ms       ${c.timeout_ms}\n  max_memory_mb    ${c.max_memory_mb}\n  max_cpu_percent  ${c.max_cpu_percent}\n  max_concurrency  ${c.max_concurrency}\n`;
+const formatTenant = (t: TenantView) => `${t.name} (${t.id}), ${t.keys.length} key(s)\n${formatCaps(t.caps)}`;
+
+function formatDoctor(r: DoctorReport): string {
+  const cg = r.cgroup;
+  return [
+    `node       ${r.node} (${r.platform}/${r.arch}${r.root ? ', root' : ''})`,
+    `cgroups    ${cg.mode}${cg.v1_controllers.length ? ` — v1: ${cg.v1_controllers.join(', ')}` : ''}${cg.v2_mount ? ` — v2 at ${cg.v2_mount}: ${cg.v2_controllers.join(', ') || 'no controllers'}` : ''}`,
+    `electron   ${r.electron_binary ? 'binary installed' : 'binary not installed (headless only)'}`,
+    `parity     ${r.parity}`,
+    ...r.notes.map((n) => `  - ${n}`),
+    '',
+  ].join('\n');
+}
