@@ -9,7 +9,7 @@ import { dataDirPaths } from '../storage/data-dir';
 import { CapsPatch, ResourceName } from '../api/schemas';
 import { runDoctor, type DoctorReport } from '../doctor';
 import { EMULATOR_VERSION } from '../version';
-import { openOperator } from './operator';
+import { openOperator, type Operator } from './operator';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -78,7 +78,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
     return values.help ? 0 : 2;
   }
   const dataDir = resolve(io.cwd, values['data-dir'] ?? '.svc-emu');
-  const out = (human: string, json: unknown) => io.stdout(values.json ? JSON.stringify(json) + '\n' : human);
+  const out: Out = (human, json) => io.stdout(values.json ? JSON.stringify(json) + '\n' : human);
   try {
     const [cmd, sub, ...rest] = positionals;
     const command = [cmd, sub].filter(Boolean).join(' ');
@@ -94,30 +94,14 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       }
       case 'tenant':
       case 'key': {
+        // Every argument is checked before the data dir is touched: a typo must not create state.
+        const run = operatorCommand(command, positionals, rest, values);
+        if (!existsSync(dataDir)) {
+          throw new DataDirError(dataDir, 'does not exist', 'Start the emulator once with `svc-emu serve --data-dir …`, or check --data-dir.');
+        }
         const op = await openOperator(dataDirPaths(dataDir));
         try {
-          if (command === 'tenant list') {
-            expectArgs(positionals, 2);
-            const tenants = await op.listTenants();
-            out(tenants.map(formatTenant).join('\n') || 'no tenants\n', { data: tenants });
-          } else if (command === 'tenant create') {
-            const [name] = needArgs(rest, 1, 'tenant create NAME');
-            const tenant = await op.createTenant(decode(ResourceName, name, 'NAME'));
-            out(`created tenant ${tenant.name}\n${formatTenant(tenant)}`, tenant);
-          } else if (command === 'tenant limits') {
-            const [name] = needArgs(rest, 1, 'tenant limits NAME');
-            const patch = capsFrom(values);
-            const caps = Object.keys(patch).length ? await op.setCaps(name!, patch) : (await op.getTenant(name!)).caps;
-            out(formatCaps(caps), { tenant: name, caps });
-          } else if (command === 'key create') {
-            expectArgs(positionals, 2);
-            if (!values.tenant) throw new UsageError('key create needs --tenant NAME');
-            const key = await op.createKey(values.tenant);
-            // The key alone on stdout, so `KEY=$(svc-emu key create --tenant t)` works.
-            out(`${key.key}\n`, key);
-          } else {
-            throw new UsageError(`unknown command '${command}'`);
-          }
+          await run(op, out);
         } finally {
           await op.close();
         }
@@ -146,6 +130,47 @@ function report(err: unknown, io: CliIO, json: boolean): number {
   }
   io.stderr(`svc-emu: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   return 1;
+}
+
+type Out = (human: string, json: unknown) => void;
+
+/** Validates an operator command's arguments and returns what to do once the data dir is open. */
+function operatorCommand(command: string, positionals: string[], rest: string[], values: Values): (op: Operator, out: Out) => Promise<void> {
+  switch (command) {
+    case 'tenant list':
+      expectArgs(positionals, 2);
+      return async (op, out) => {
+        const tenants = await op.listTenants();
+        out(tenants.map(formatTenant).join('\n') || 'no tenants\n', { data: tenants });
+      };
+    case 'tenant create': {
+      const name = decode(ResourceName, needArgs(rest, 1, 'tenant create NAME')[0], 'NAME');
+      return async (op, out) => {
+        const tenant = await op.createTenant(name);
+        out(`created tenant ${tenant.name}\n${formatTenant(tenant)}`, tenant);
+      };
+    }
+    case 'tenant limits': {
+      const [name] = needArgs(rest, 1, 'tenant limits NAME') as [string];
+      const patch = capsFrom(values);
+      return async (op, out) => {
+        const caps = Object.keys(patch).length ? await op.setCaps(name, patch) : (await op.getTenant(name)).caps;
+        out(formatCaps(caps), { tenant: name, caps });
+      };
+    }
+    case 'key create': {
+      expectArgs(positionals, 2);
+      const tenant = values.tenant;
+      if (!tenant) throw new UsageError('key create needs --tenant NAME');
+      return async (op, out) => {
+        const key = await op.createKey(tenant);
+        // The key alone on stdout, so `KEY=$(svc-emu key create --tenant t)` works.
+        out(`${key.key}\n`, key);
+      };
+    }
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
 }
 
 function expectArgs(positionals: string[], n: number) {

@@ -1,7 +1,27 @@
 import type { Context } from 'koa';
-import { ApiError, badRequest, payloadTooLarge } from '../errors';
+import { ApiError, badRequest, payloadTooLarge, validationFailed } from '../errors';
+import { describeJsonError } from '../storage/atomic-file';
 
 export const BODY_LIMIT_BYTES = 6 * 1024 * 1024;
+/** Deeper JSON is refused: re-serialising it (every db.json write) would overflow the stack. */
+export const JSON_MAX_DEPTH = 128;
+
+/** Deepest nesting of arrays/objects in JSON text (strings skipped); a linear scan, no recursion. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
 
 const isJsonType = (type: string | undefined) => !!type && /^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type);
 
@@ -30,10 +50,14 @@ export async function readJsonBody(ctx: Context, limit = BODY_LIMIT_BYTES): Prom
     });
   }
   const text = Buffer.concat(chunks).toString('utf8');
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (err) {
-    const msg = err instanceof Error ? err.message : String(err);
-    throw badRequest('malformed_json', `the request body is not valid JSON: ${msg}`);
+    throw badRequest('malformed_json', `the request body is not valid JSON: ${describeJsonError(text, err)}`);
   }
+  if (jsonDepth(text) > JSON_MAX_DEPTH) {
+    throw validationFailed([{ location: 'body', message: `nests arrays/objects deeper than ${JSON_MAX_DEPTH} levels` }]);
+  }
+  return value;
 }

@@ -20,7 +20,8 @@ export function observeMiddleware(logger: Logger, metrics: Metrics, now: () => n
       await next();
     } finally {
       const ms = now() - start;
-      const route = (ctx.state.routeTemplate as string | undefined) ?? (ctx.status === 404 ? '(unmatched)' : ctx.path.startsWith('/assets/') ? '/assets/*' : ctx.path);
+      // Never the raw path: it may carry names, and distinct paths would grow the metrics without bound.
+      const route = (ctx.state.routeTemplate as string | undefined) ?? '(unmatched)';
       metrics.observeRequest(ctx.method, route, ctx.status, ms / 1000);
       logger.log(ctx.status >= 500 ? 'error' : 'info', 'request', {
         request_id: requestId,

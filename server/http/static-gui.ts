@@ -25,9 +25,15 @@ export function staticGui(dir: string | null): Middleware {
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     if (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/_emu/')) return next();
-    const rel = ctx.path === '/' ? 'index.html' : decodeURIComponent(ctx.path.slice(1));
+    let rel: string;
+    try {
+      rel = ctx.path === '/' ? 'index.html' : decodeURIComponent(ctx.path.slice(1));
+    } catch {
+      return next(); // a malformed %-escape names no file: 404
+    }
     if (!dir) {
       if (ctx.path !== '/') return next();
+      ctx.state.routeTemplate = '/';
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = NOT_BUILT;
       return;
@@ -37,10 +43,12 @@ export function staticGui(dir: string | null): Middleware {
     const info = await stat(file).catch(() => null);
     if (!info?.isFile()) {
       if (ctx.path !== '/') return next();
+      ctx.state.routeTemplate = '/';
       ctx.type = 'text/html; charset=utf-8';
       ctx.body = NOT_BUILT;
       return;
     }
+    ctx.state.routeTemplate = rel === 'index.html' ? '/' : '/(gui asset)';
     ctx.set('Cache-Control', rel === 'index.html' ? 'no-store' : 'public, max-age=3600');
     ctx.set('Content-Security-Policy', "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
     ctx.set('X-Content-Type-Options', 'nosniff');

@@ -43,7 +43,7 @@ export async function request(url: string, method: string, path: string, body?: 
     payload = JSON.stringify(body);
     headers['content-type'] = 'application/json';
   }
-  const res = await fetch(url + path, { method, headers: { ...headers, ...opts.headers }, body: payload });
+  const res = await fetch(url + path, { method, headers: { ...headers, ...opts.headers }, body: payload as BodyInit | undefined });
   const text = await res.text();
   let json: unknown = undefined;
   try {
