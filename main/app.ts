@@ -1,0 +1,263 @@
+// The desktop shell's life cycle: single instance, start the core, one secure window on the core's URL,
+// IPC for the preload bridge, and stopping the core before the app quits. Electron and the core come in
+// as arguments, so this runs under plain Node in tests.
+import { registerIpcHandlers, type IpcMainLike } from './ipc-handlers';
+import type { ShellConfig } from './config';
+
+export interface EmulatorHandle {
+  url: string;
+  adminToken: string;
+  localApiKey: string | null;
+  stop(): Promise<void>;
+}
+
+export interface EmulatorStartConfig {
+  dataDir: string;
+  workspace?: string;
+  port?: number;
+  host?: string;
+  /** The built GUI (out/renderer) the core serves at `/`. */
+  rendererDir?: string;
+}
+
+export type StartEmulator = (config: EmulatorStartConfig) => Promise<EmulatorHandle>;
+
+export interface PreventableEvent {
+  preventDefault(): void;
+}
+
+export interface AppLike {
+  requestSingleInstanceLock(): boolean;
+  whenReady(): Promise<unknown>;
+  on(event: 'before-quit', listener: (event: PreventableEvent) => void): unknown;
+  on(event: 'second-instance' | 'window-all-closed' | 'activate', listener: () => void): unknown;
+  quit(): void;
+  exit(exitCode?: number): void;
+}
+
+export interface WebPreferences {
+  preload: string;
+  contextIsolation: true;
+  sandbox: true;
+  nodeIntegration: false;
+  webSecurity: true;
+  allowRunningInsecureContent: false;
+}
+
+export interface WindowOptions {
+  width: number;
+  height: number;
+  minWidth: number;
+  minHeight: number;
+  show: boolean;
+  title: string;
+  backgroundColor: string;
+  webPreferences: WebPreferences;
+}
+
+export interface WindowLike {
+  loadURL(url: string): Promise<void>;
+  show(): void;
+  focus(): void;
+  restore(): void;
+  isMinimized(): boolean;
+  isDestroyed(): boolean;
+  once(event: 'ready-to-show', listener: () => void): unknown;
+  on(event: 'closed', listener: () => void): unknown;
+  webContents: {
+    setWindowOpenHandler(handler: (details: { url: string }) => { action: 'deny' }): void;
+    on(event: 'will-navigate', listener: (event: PreventableEvent & { url: string }) => void): unknown;
+  };
+}
+
+export interface ElectronLike {
+  app: AppLike;
+  BrowserWindow: new (options: WindowOptions) => WindowLike;
+  ipcMain: IpcMainLike;
+  dialog: {
+    showOpenDialog(options: { title: string; properties: Array<'openDirectory' | 'createDirectory'> }): Promise<{ canceled: boolean; filePaths: string[] }>;
+    showErrorBox(title: string, content: string): void;
+  };
+  shell: {
+    showItemInFolder(fullPath: string): void;
+    openExternal(url: string): Promise<void>;
+  };
+}
+
+export interface Logger {
+  info(...args: unknown[]): void;
+  error(...args: unknown[]): void;
+}
+
+export interface ShellDeps {
+  electron: ElectronLike;
+  startEmulator: StartEmulator;
+  config: ShellConfig;
+  /** Absolute path of the built preload script (out/preload/index.js). */
+  preloadPath: string;
+  /** Absolute path of the built GUI (out/renderer), served by the core at `/`. */
+  rendererDir?: string;
+  platform: NodeJS.Platform;
+  /** Where SIGINT/SIGTERM arrive (process); they quit the app cleanly so the core is stopped. */
+  signals?: { on(signal: 'SIGINT' | 'SIGTERM', listener: () => void): unknown };
+  log?: Logger;
+  /** How long quitting waits for the core to stop (ms). */
+  stopTimeoutMs?: number;
+}
+
+export interface RunningShell {
+  emulator: EmulatorHandle;
+  window(): WindowLike | null;
+}
+
+export function secureWebPreferences(preloadPath: string): WebPreferences {
+  return {
+    preload: preloadPath,
+    contextIsolation: true,
+    sandbox: true,
+    nodeIntegration: false,
+    webSecurity: true,
+    allowRunningInsecureContent: false,
+  };
+}
+
+/**
+ * Runs the desktop shell. Resolves to the running shell once the window is loading, or to null when
+ * another instance already runs, the user quit during start-up, or the core failed to start.
+ */
+export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
+  const { app, BrowserWindow, ipcMain, dialog, shell } = deps.electron;
+  const log = deps.log ?? console;
+
+  if (!app.requestSingleInstanceLock()) {
+    log.info('Snippet Emulator is already running; focusing it.');
+    app.quit();
+    return null;
+  }
+
+  let emulator: EmulatorHandle | null = null;
+  let starting: Promise<EmulatorHandle | null> | null = null;
+  let window: WindowLike | null = null;
+  let disposeIpc: (() => void) | null = null;
+  let quitState: 'running' | 'stopping' | 'stopped' = 'running';
+
+  const stopCore = async () => {
+    disposeIpc?.();
+    disposeIpc = null;
+    const handle = emulator ?? (await starting?.catch(() => null)) ?? null;
+    emulator = null;
+    if (!handle) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        log.error('The emulator core did not stop in time; quitting anyway.');
+        resolve();
+      }, deps.stopTimeoutMs ?? 5000);
+    });
+    try {
+      await Promise.race([handle.stop(), timeout]);
+    } catch (error) {
+      log.error('Stopping the emulator core failed:', error);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  // Quitting waits for the core to stop: the first before-quit is held, the core stopped, then quit again.
+  app.on('before-quit', (event) => {
+    if (quitState === 'stopped') return;
+    event.preventDefault();
+    if (quitState === 'stopping') return;
+    quitState = 'stopping';
+    void stopCore().finally(() => {
+      quitState = 'stopped';
+      app.quit();
+    });
+  });
+  app.on('second-instance', () => {
+    if (!window || window.isDestroyed()) return;
+    if (window.isMinimized()) window.restore();
+    window.focus();
+  });
+  app.on('window-all-closed', () => {
+    if (deps.platform !== 'darwin') app.quit();
+  });
+  app.on('activate', () => {
+    if (emulator && quitState === 'running' && (!window || window.isDestroyed())) window = openWindow(emulator);
+  });
+  deps.signals?.on('SIGINT', () => app.quit());
+  deps.signals?.on('SIGTERM', () => app.quit());
+
+  const openWindow = (handle: EmulatorHandle): WindowLike => {
+    const origin = new URL(handle.url).origin;
+    const win = new BrowserWindow({
+      width: 1280,
+      height: 840,
+      minWidth: 720,
+      minHeight: 480,
+      show: false,
+      title: 'Snippet Emulator',
+      backgroundColor: '#f6f7f9',
+      webPreferences: secureWebPreferences(deps.preloadPath),
+    });
+    // The window only ever shows the core's GUI: links elsewhere open in the user's browser.
+    win.webContents.setWindowOpenHandler(({ url }) => {
+      if (/^https?:\/\//.test(url)) void shell.openExternal(url);
+      return { action: 'deny' };
+    });
+    win.webContents.on('will-navigate', (event) => {
+      if (!sameOrigin(event.url, origin)) event.preventDefault();
+    });
+    win.once('ready-to-show', () => win.show());
+    win.on('closed', () => {
+      if (window === win) window = null;
+    });
+    win.loadURL(`${handle.url.replace(/\/+$/, '')}/`).catch((error: unknown) => log.error('Loading the GUI failed:', error));
+    return win;
+  };
+
+  await app.whenReady();
+  if (quitState !== 'running') return null;
+
+  const start = deps.startEmulator({
+    dataDir: deps.config.dataDir,
+    workspace: deps.config.workspace,
+    port: deps.config.port,
+    ...(deps.config.host ? { host: deps.config.host } : {}),
+    ...(deps.rendererDir ? { rendererDir: deps.rendererDir } : {}),
+  });
+  starting = start;
+  let handle: EmulatorHandle;
+  try {
+    handle = await start;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    log.error('The emulator core failed to start:', error);
+    dialog.showErrorBox('Snippet Emulator could not start', message);
+    quitState = 'stopped';
+    app.exit(1);
+    return null;
+  }
+  emulator = handle;
+  if (quitState !== 'running') return null; // quitting already: before-quit stops the core
+  log.info(`Snippet Emulator core listening on ${handle.url}`);
+
+  disposeIpc = registerIpcHandlers(ipcMain, new URL(handle.url).origin, {
+    adminToken: () => handle.adminToken,
+    openFolder: async () => {
+      const result = await dialog.showOpenDialog({ title: 'Open a workspace folder', properties: ['openDirectory', 'createDirectory'] });
+      return result.canceled ? null : (result.filePaths[0] ?? null);
+    },
+    reveal: async (path) => shell.showItemInFolder(path),
+  });
+  window = openWindow(handle);
+  return { emulator: handle, window: () => window };
+}
+
+function sameOrigin(url: string, origin: string): boolean {
+  try {
+    return new URL(url).origin === origin;
+  } catch {
+    return false;
+  }
+}

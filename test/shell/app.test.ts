@@ -1,0 +1,187 @@
+// The desktop shell's logic (main/app.ts) with Electron replaced by the stub module and the core by a fake.
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import * as electron from 'electron';
+import { runApp, type ElectronLike, type EmulatorHandle, type ShellDeps } from '../../main/app';
+import { IPC } from '../../main/ipc';
+
+const stub = electron as unknown as typeof import('../stubs/electron');
+
+function fakeCore(overrides: Partial<EmulatorHandle> = {}) {
+  const handle: EmulatorHandle = {
+    url: 'http://127.0.0.1:41234',
+    adminToken: 'admin-secret',
+    localApiKey: 'svc_local',
+    stop: vi.fn(async () => undefined),
+    ...overrides,
+  };
+  return { handle, start: vi.fn(async () => handle) };
+}
+
+function deps(core: ReturnType<typeof fakeCore>, extra: Partial<ShellDeps> = {}): ShellDeps {
+  return {
+    electron: stub as unknown as ElectronLike,
+    startEmulator: core.start,
+    config: { dataDir: '/tmp/data', workspace: '/tmp/ws', port: 0 },
+    preloadPath: '/app/out/preload/index.js',
+    rendererDir: '/app/out/renderer',
+    platform: 'linux',
+    log: { info: vi.fn(), error: vi.fn() },
+    ...extra,
+  };
+}
+
+const trusted = { senderFrame: { url: 'http://127.0.0.1:41234/' } };
+const tick = () => new Promise((r) => setTimeout(r, 0));
+
+beforeEach(() => stub.resetElectronStub());
+afterEach(() => vi.restoreAllMocks());
+
+describe('main/app runApp', () => {
+  it('starts the core with the configured dirs on port 0 and opens one secure window on its URL', async () => {
+    const core = fakeCore();
+    const running = await runApp(deps(core));
+
+    expect(core.start).toHaveBeenCalledWith({ dataDir: '/tmp/data', workspace: '/tmp/ws', port: 0, rendererDir: '/app/out/renderer' });
+    expect(stub.BrowserWindow.instances).toHaveLength(1);
+    const win = stub.BrowserWindow.instances[0]!;
+    expect(win.options.webPreferences).toEqual({
+      preload: '/app/out/preload/index.js',
+      contextIsolation: true,
+      sandbox: true,
+      nodeIntegration: false,
+      webSecurity: true,
+      allowRunningInsecureContent: false,
+    });
+    expect(win.options.show).toBe(false);
+    expect(win.loadedURL).toBe('http://127.0.0.1:41234/');
+    expect(running?.emulator).toBe(core.handle);
+    win.emit('ready-to-show');
+    expect(win.visible).toBe(true);
+  });
+
+  it('stops the core before quitting, once, and then lets the quit through', async () => {
+    const core = fakeCore();
+    await runApp(deps(core));
+    const quitted = vi.fn();
+    stub.app.on('quit', quitted);
+
+    stub.app.quit();
+    expect(quitted).not.toHaveBeenCalled(); // held until the core stopped
+    stub.app.quit(); // a second quit while stopping does not stop twice
+    await tick();
+    await tick();
+
+    expect(core.handle.stop).toHaveBeenCalledTimes(1);
+    expect(quitted).toHaveBeenCalledTimes(1);
+    expect(stub.ipcMain.handlers.size).toBe(0); // IPC handlers removed
+  });
+
+  it('quits even when stopping the core hangs', async () => {
+    const core = fakeCore({ stop: vi.fn(() => new Promise<void>(() => undefined)) });
+    await runApp(deps(core, { stopTimeoutMs: 20 }));
+    const quitted = vi.fn();
+    stub.app.on('quit', quitted);
+    stub.app.quit();
+    await new Promise((r) => setTimeout(r, 60));
+    expect(quitted).toHaveBeenCalledTimes(1);
+  });
+
+  it('stops a core that finishes starting after the user quit, and opens no window', async () => {
+    const core = fakeCore();
+    let finishStart: (h: EmulatorHandle) => void = () => undefined;
+    core.start.mockImplementationOnce(() => new Promise<EmulatorHandle>((r) => (finishStart = r)));
+    const running = runApp(deps(core));
+    await vi.waitFor(() => expect(core.start).toHaveBeenCalled());
+    stub.app.quit();
+    finishStart(core.handle);
+    expect(await running).toBeNull();
+    await vi.waitFor(() => expect(core.handle.stop).toHaveBeenCalledTimes(1));
+    expect(stub.BrowserWindow.instances).toHaveLength(0);
+  });
+
+  it('quits on SIGINT/SIGTERM through the same path', async () => {
+    const core = fakeCore();
+    const signals = new (await import('node:events')).EventEmitter();
+    await runApp(deps(core, { signals: signals as unknown as ShellDeps['signals'] }));
+    signals.emit('SIGTERM');
+    await tick();
+    await tick();
+    expect(core.handle.stop).toHaveBeenCalledTimes(1);
+  });
+
+  it('does nothing but quit when another instance holds the lock', async () => {
+    vi.spyOn(stub.app, 'requestSingleInstanceLock').mockReturnValue(false);
+    const core = fakeCore();
+    expect(await runApp(deps(core))).toBeNull();
+    expect(core.start).not.toHaveBeenCalled();
+    expect(stub.BrowserWindow.instances).toHaveLength(0);
+    expect(stub.app.quitCalls).toBe(1);
+  });
+
+  it('shows an error and exits 1 when the core fails to start', async () => {
+    const errorBox = vi.spyOn(stub.dialog, 'showErrorBox');
+    const core = fakeCore();
+    core.start.mockRejectedValueOnce(new Error('data dir is locked by pid 42'));
+    expect(await runApp(deps(core))).toBeNull();
+    expect(errorBox).toHaveBeenCalledWith('Snippet Emulator could not start', 'data dir is locked by pid 42');
+    expect(stub.app.exitCode).toBe(1);
+    expect(stub.BrowserWindow.instances).toHaveLength(0);
+  });
+
+  it('keeps the window on the core: other origins cannot be navigated to or opened in it', async () => {
+    const openExternal = vi.spyOn(stub.shell, 'openExternal');
+    await runApp(deps(fakeCore()));
+    const win = stub.BrowserWindow.instances[0]!;
+
+    const away = { url: 'https://evil.example/', preventDefault: vi.fn() };
+    win.webContents.emit('will-navigate', away);
+    expect(away.preventDefault).toHaveBeenCalled();
+    const inside = { url: 'http://127.0.0.1:41234/snippets', preventDefault: vi.fn() };
+    win.webContents.emit('will-navigate', inside);
+    expect(inside.preventDefault).not.toHaveBeenCalled();
+
+    expect(win.webContents.windowOpenHandler?.({ url: 'https://docs.example/' })).toEqual({ action: 'deny' });
+    expect(openExternal).toHaveBeenCalledWith('https://docs.example/');
+    expect(win.webContents.windowOpenHandler?.({ url: 'file:///etc/passwd' })).toEqual({ action: 'deny' });
+    expect(openExternal).toHaveBeenCalledTimes(1);
+  });
+
+  it('quits when the last window closes, except on macOS', async () => {
+    await runApp(deps(fakeCore()));
+    stub.app.emit('window-all-closed');
+    expect(stub.app.quitCalls).toBe(1);
+    await tick();
+    await tick();
+
+    stub.resetElectronStub();
+    await runApp(deps(fakeCore(), { platform: 'darwin' }));
+    stub.app.emit('window-all-closed');
+    expect(stub.app.quitCalls).toBe(0);
+  });
+});
+
+describe('main/app IPC', () => {
+  it('hands the admin token only to the core origin', async () => {
+    await runApp(deps(fakeCore()));
+    await expect(stub.ipcMain.invoke(IPC.adminToken, trusted)).resolves.toBe('admin-secret');
+    await expect(stub.ipcMain.invoke(IPC.adminToken, { senderFrame: { url: 'https://evil.example/' } })).rejects.toThrow(/untrusted sender/);
+    await expect(stub.ipcMain.invoke(IPC.adminToken, { senderFrame: null })).rejects.toThrow(/untrusted sender/);
+  });
+
+  it('opens a folder picker and reveals absolute paths only', async () => {
+    const showOpen = vi.spyOn(stub.dialog, 'showOpenDialog').mockResolvedValueOnce({ canceled: false, filePaths: ['/home/me/ws'] });
+    const reveal = vi.spyOn(stub.shell, 'showItemInFolder');
+    await runApp(deps(fakeCore()));
+
+    await expect(stub.ipcMain.invoke(IPC.openFolder, trusted)).resolves.toBe('/home/me/ws');
+    expect(showOpen).toHaveBeenCalledWith(expect.objectContaining({ properties: expect.arrayContaining(['openDirectory']) }));
+    await expect(stub.ipcMain.invoke(IPC.openFolder, trusted)).resolves.toBeNull(); // cancelled (stub default)
+
+    await expect(stub.ipcMain.invoke(IPC.reveal, trusted, '/tmp/ws/snippets/hello')).resolves.toBeUndefined();
+    expect(reveal).toHaveBeenCalledWith('/tmp/ws/snippets/hello');
+    await expect(stub.ipcMain.invoke(IPC.reveal, trusted, 'relative/path')).rejects.toThrow(/invalid arguments/);
+    await expect(stub.ipcMain.invoke(IPC.reveal, trusted, 42)).rejects.toThrow(/invalid arguments/);
+    await expect(stub.ipcMain.invoke(IPC.reveal, trusted)).rejects.toThrow(/invalid arguments/);
+    expect(reveal).toHaveBeenCalledTimes(1);
+  });
+});

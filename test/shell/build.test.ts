@@ -1,0 +1,66 @@
+// What setup builds: the Electron bundles and the CLI bundle exist, have the right module formats, and
+// the main bundle runs under plain Node with `electron` stubbed (catches bundling regressions, e.g. an
+// ESM-only dependency left external in the CJS bundle, without the Electron binary).
+import { mkdtempSync, readFileSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { coreReady, Proc, ROOT, runNode } from './helpers';
+
+const OUTPUTS = ['out/main/index.js', 'out/preload/index.js', 'out/renderer/index.html', 'out/cli/svc-emu.mjs'];
+
+describe.skipIf(!coreReady)('build outputs', () => {
+  const tmp = mkdtempSync(join(tmpdir(), 'svc-emu-build-'));
+  afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+  beforeAll(async () => {
+    const setup = await runNode(['scripts/setup.mjs', '--quiet']);
+    if (setup.code !== 0) throw new Error(`setup failed (${setup.code}):\n${setup.stderr}`);
+  }, 300_000);
+
+  it('exist after setup', () => {
+    for (const file of OUTPUTS) expect(existsSync(join(ROOT, file)), file).toBe(true);
+  });
+
+  it('have the module formats Electron and Node need', () => {
+    const preload = readFileSync(join(ROOT, 'out/preload/index.js'), 'utf8');
+    expect(preload).toMatch(/require\(["']electron["']\)/); // CJS: a sandboxed preload cannot be ESM
+    expect(preload).not.toMatch(/^\s*(import|export)\s/m);
+    expect(preload).toContain('svcEmu');
+    const main = readFileSync(join(ROOT, 'out/main/index.js'), 'utf8');
+    expect(main).not.toMatch(/^\s*(import|export)\s/m);
+    for (const esmOnly of ['lowdb', 'chokidar']) expect(main, esmOnly).not.toMatch(new RegExp(`require\\(["']${esmOnly}["']\\)`));
+    const html = readFileSync(join(ROOT, 'out/renderer/index.html'), 'utf8');
+    expect(html).toMatch(/src="\.\/assets\/[^"]+\.js"/); // base './': works from file:// and from the core
+  });
+
+  it('the main bundle runs under plain Node with electron stubbed: core up, secure window, clean quit', async () => {
+    const workspace = join(tmp, 'ws');
+    mkdirSync(workspace);
+    const proc = new Proc(
+      ['--require', join(ROOT, 'test/stubs/electron-node.cjs'), join(ROOT, 'out/main/index.js'), '--data-dir', join(tmp, 'data'), '--workspace', workspace],
+      { cwd: tmp },
+    );
+    try {
+      const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
+      const window = await event('window');
+      expect(window.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
+      expect(window.webPreferences.preload).toBe(join(ROOT, 'out/preload/index.js'));
+      expect(existsSync(window.webPreferences.preload)).toBe(true);
+
+      const { url } = await event('loadURL');
+      expect(url).toMatch(/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+\/$/);
+      const { token } = await event('admin-token');
+      expect(token).toEqual(expect.any(String));
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('<div id="root">'); // the core in the main bundle serves out/renderer
+
+      const exit = await proc.stop('SIGTERM');
+      expect(proc.stdout).toContain('"event":"quit-deferred"'); // before-quit held while the core stops
+      expect(exit).toEqual({ code: 0, signal: null });
+    } finally {
+      await proc.stop('SIGKILL');
+    }
+  });
+});

@@ -1,0 +1,66 @@
+// main/index.ts wires Electron, the core and main/app together: electron and ../server mocked.
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+const handle = { url: 'http://127.0.0.1:45678', adminToken: 'tok', localApiKey: null, stop: vi.fn(async () => undefined) };
+const startEmulator = vi.fn(async (_config: unknown) => handle);
+vi.mock('../../server', () => ({ startEmulator }));
+
+const windows: Array<{ options: { webPreferences: Record<string, unknown> }; url?: string }> = [];
+const appEvents = new (await import('node:events')).EventEmitter();
+const quit = vi.fn(() => {
+  let prevented = false;
+  appEvents.emit('before-quit', { preventDefault: () => (prevented = true) });
+  if (!prevented) appEvents.emit('quit');
+});
+vi.mock('electron', () => ({
+  app: {
+    requestSingleInstanceLock: () => true,
+    whenReady: () => Promise.resolve(),
+    on: (event: string, listener: (...args: unknown[]) => void) => appEvents.on(event, listener),
+    quit,
+    exit: vi.fn(),
+  },
+  BrowserWindow: class {
+    webContents = { setWindowOpenHandler: vi.fn(), on: vi.fn() };
+    constructor(readonly options: { webPreferences: Record<string, unknown> }) {
+      windows.push(this);
+    }
+    loadURL(url: string) {
+      (this as { url?: string }).url = url;
+      return Promise.resolve();
+    }
+    once() {}
+    on() {}
+    show() {}
+  },
+  ipcMain: { handle: vi.fn(), removeHandler: vi.fn() },
+  dialog: { showOpenDialog: vi.fn(), showErrorBox: vi.fn() },
+  shell: { showItemInFolder: vi.fn(), openExternal: vi.fn() },
+}));
+
+// main/index.ts hooks SIGINT/SIGTERM on `process`: take those listeners off the test worker afterwards.
+const before = { SIGINT: process.listeners('SIGINT'), SIGTERM: process.listeners('SIGTERM') };
+afterAll(() => {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const l of process.listeners(signal)) if (!before[signal].includes(l)) process.off(signal, l);
+  }
+});
+
+describe('main/index (the Electron entry)', () => {
+  it('starts the core on port 0, opens a sandboxed window with the built preload, stops the core on quit', async () => {
+    await import('../../main/index');
+    await vi.waitFor(() => expect(windows).toHaveLength(1));
+
+    expect(startEmulator).toHaveBeenCalledWith(expect.objectContaining({ port: 0, dataDir: expect.any(String), workspace: expect.any(String) }));
+    const config = startEmulator.mock.calls[0]![0] as { rendererDir?: string };
+    expect(String(config.rendererDir).replace(/\\/g, '/')).toMatch(/\/renderer$/);
+    const prefs = windows[0]!.options.webPreferences;
+    expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
+    expect(String(prefs.preload).replace(/\\/g, '/')).toMatch(/\/preload\/index\.js$/);
+    expect(windows[0]!.url).toBe('http://127.0.0.1:45678/');
+
+    quit();
+    await vi.waitFor(() => expect(handle.stop).toHaveBeenCalledTimes(1));
+    await vi.waitFor(() => expect(quit).toHaveBeenCalledTimes(2));
+  });
+});

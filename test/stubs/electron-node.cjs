@@ -1,0 +1,93 @@
+// Plain-Node stand-in for Electron's main-process API, for smoke-testing the BUILT main bundle without
+// the Electron binary (STACK.md):  node --require ./test/stubs/electron-node.cjs out/main/index.js …
+// It makes `require('electron')` resolve to this file and prints what the app does as lines of
+// `[electron-stub] {json}` on stdout. After the first window loads its URL it calls the admin-token
+// IPC handler the way the preload would, and reports the answer.
+'use strict';
+const Module = require('node:module');
+const { EventEmitter } = require('node:events');
+
+const resolveFilename = Module._resolveFilename;
+Module._resolveFilename = function (request, ...rest) {
+  if (request === 'electron') return __filename;
+  return resolveFilename.call(this, request, ...rest);
+};
+
+const report = (event, data = {}) => process.stdout.write(`[electron-stub] ${JSON.stringify({ event, ...data })}\n`);
+
+class App extends EventEmitter {
+  isPackaged = false;
+  requestSingleInstanceLock() {
+    return true;
+  }
+  whenReady() {
+    return Promise.resolve();
+  }
+  getPath() {
+    return process.cwd();
+  }
+  quit() {
+    report('app.quit');
+    let prevented = false;
+    this.emit('before-quit', { preventDefault: () => (prevented = true) });
+    if (prevented) return report('quit-deferred');
+    this.emit('will-quit', { preventDefault() {} });
+    this.emit('quit');
+    report('exit', { code: 0 });
+    setImmediate(() => process.exit(0));
+  }
+  exit(code = 0) {
+    report('exit', { code });
+    process.exit(code);
+  }
+}
+const app = new App();
+
+const handlers = new Map();
+const ipcMain = {
+  handle(channel, listener) {
+    handlers.set(channel, listener);
+  },
+  removeHandler(channel) {
+    handlers.delete(channel);
+  },
+};
+
+class BrowserWindow extends EventEmitter {
+  constructor(options) {
+    super();
+    this.webContents = Object.assign(new EventEmitter(), { setWindowOpenHandler() {} });
+    report('window', { webPreferences: options.webPreferences });
+  }
+  async loadURL(url) {
+    report('loadURL', { url });
+    const handler = handlers.get('emu:admin-token');
+    if (handler) {
+      try {
+        report('admin-token', { token: await handler({ senderFrame: { url } }) });
+      } catch (error) {
+        report('admin-token-error', { message: String(error && error.message) });
+      }
+    }
+    setImmediate(() => this.emit('ready-to-show'));
+  }
+  show() {}
+  focus() {}
+  restore() {}
+  isMinimized() {
+    return false;
+  }
+  isDestroyed() {
+    return false;
+  }
+}
+
+module.exports = {
+  app,
+  BrowserWindow,
+  ipcMain,
+  ipcRenderer: { invoke: async () => undefined },
+  contextBridge: { exposeInMainWorld() {} },
+  dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: (title, content) => report('error-box', { title, content }) },
+  shell: { showItemInFolder() {}, openExternal: async () => undefined },
+};

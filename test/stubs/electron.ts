@@ -1,0 +1,140 @@
+// A stand-in for the `electron` module in Node-side tests (vitest.config.ts aliases `electron` here):
+// the real package downloads its binary on first import, which fails on these machines (STACK.md).
+// It records what the code under test did; tests needing other behaviour vi.mock('electron', …).
+import { EventEmitter } from 'node:events';
+
+type Listener = (event: FakeInvokeEvent, ...args: unknown[]) => unknown;
+
+export interface FakeInvokeEvent {
+  senderFrame: { url: string } | null;
+}
+
+export class FakeApp extends EventEmitter {
+  isPackaged = false;
+  quitCalls = 0;
+  exitCode: number | null = null;
+  private ready = Promise.resolve();
+  requestSingleInstanceLock(): boolean {
+    return true;
+  }
+  whenReady(): Promise<void> {
+    return this.ready;
+  }
+  getPath(_name: string): string {
+    return process.cwd();
+  }
+  /** Like Electron: emits before-quit (cancellable), then will-quit and quit. */
+  quit(): void {
+    this.quitCalls++;
+    let prevented = false;
+    this.emit('before-quit', { preventDefault: () => (prevented = true) });
+    if (prevented) return;
+    this.emit('will-quit', { preventDefault: () => undefined });
+    this.emit('quit');
+  }
+  exit(code = 0): void {
+    this.exitCode = code;
+  }
+}
+
+export class FakeWebContents extends EventEmitter {
+  windowOpenHandler: ((details: { url: string }) => { action: 'deny' | 'allow' }) | null = null;
+  setWindowOpenHandler(handler: (details: { url: string }) => { action: 'deny' | 'allow' }): void {
+    this.windowOpenHandler = handler;
+  }
+}
+
+export class BrowserWindow extends EventEmitter {
+  static instances: BrowserWindow[] = [];
+  readonly webContents = new FakeWebContents();
+  loadedURL: string | null = null;
+  visible = false;
+  destroyed = false;
+  constructor(readonly options: Record<string, unknown>) {
+    super();
+    BrowserWindow.instances.push(this);
+  }
+  static getAllWindows(): BrowserWindow[] {
+    return BrowserWindow.instances.filter((w) => !w.destroyed);
+  }
+  loadURL(url: string): Promise<void> {
+    this.loadedURL = url;
+    return Promise.resolve();
+  }
+  show(): void {
+    this.visible = true;
+  }
+  focus(): void {}
+  restore(): void {}
+  isMinimized(): boolean {
+    return false;
+  }
+  isDestroyed(): boolean {
+    return this.destroyed;
+  }
+  close(): void {
+    this.destroyed = true;
+    this.emit('closed');
+  }
+}
+
+export const ipcMain = {
+  handlers: new Map<string, Listener>(),
+  handle(channel: string, listener: Listener): void {
+    if (this.handlers.has(channel)) throw new Error(`Attempted to register a second handler for '${channel}'`);
+    this.handlers.set(channel, listener);
+  },
+  removeHandler(channel: string): void {
+    this.handlers.delete(channel);
+  },
+  /** Test helper: calls a handler the way ipcRenderer.invoke would. */
+  async invoke(channel: string, event: FakeInvokeEvent, ...args: unknown[]): Promise<unknown> {
+    const handler = this.handlers.get(channel);
+    if (!handler) throw new Error(`No handler registered for '${channel}'`);
+    return handler(event, ...args);
+  },
+};
+
+export const ipcRenderer = {
+  calls: [] as Array<{ channel: string; args: unknown[] }>,
+  invoke(channel: string, ...args: unknown[]): Promise<unknown> {
+    this.calls.push({ channel, args });
+    return Promise.resolve(undefined);
+  },
+};
+
+export const contextBridge = {
+  exposed: {} as Record<string, unknown>,
+  exposeInMainWorld(key: string, api: unknown): void {
+    this.exposed[key] = api;
+  },
+};
+
+export const dialog = {
+  showOpenDialog(_options: unknown): Promise<{ canceled: boolean; filePaths: string[] }> {
+    return Promise.resolve({ canceled: true, filePaths: [] });
+  },
+  showErrorBox(_title: string, _content: string): void {},
+};
+
+export const shell = {
+  showItemInFolder(_fullPath: string): void {},
+  openExternal(_url: string): Promise<void> {
+    return Promise.resolve();
+  },
+};
+
+export const app = new FakeApp();
+
+/** Forgets everything recorded (windows, handlers, calls, listeners). */
+export function resetElectronStub(): void {
+  app.removeAllListeners();
+  app.quitCalls = 0;
+  app.exitCode = null;
+  BrowserWindow.instances = [];
+  ipcMain.handlers.clear();
+  ipcRenderer.calls = [];
+  contextBridge.exposed = {};
+}
+
+export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell };
