@@ -1,0 +1,118 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { request as httpRequest, Agent } from 'node:http';
+
+export const ROOT = join(__dirname, '..');
+
+export interface Stats {
+  n: number;
+  p50_ms: number;
+  p90_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+  max_ms: number;
+}
+
+export function stats(samples: number[]): Stats {
+  const s = [...samples].sort((a, b) => a - b);
+  const q = (p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+  const r = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    n: s.length,
+    p50_ms: r(q(0.5)),
+    p90_ms: r(q(0.9)),
+    p99_ms: r(q(0.99)),
+    mean_ms: r(s.reduce((a, b) => a + b, 0) / s.length),
+    max_ms: r(s[s.length - 1]!),
+  };
+}
+
+/** A keep-alive HTTP client over loopback: what a real client of the emulator does. */
+export function client(base: string, key?: string) {
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+  const url = new URL(base);
+  return (method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> =>
+    new Promise((resolve, reject) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = httpRequest(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          method,
+          path,
+          headers: {
+            ...(key ? { authorization: `Bearer ${key}` } : {}),
+            ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        },
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+}
+
+export async function timeEach(n: number, fn: (i: number) => Promise<void>, warmup = Math.min(50, n)): Promise<number[]> {
+  for (let i = 0; i < warmup; i++) await fn(-1 - i);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn(i);
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+export interface ServedCore {
+  child: ChildProcess;
+  url: string;
+  apiKey: string;
+  /** ms from spawn to the first 200 from /readyz. */
+  readyMs: number;
+  stop(): Promise<void>;
+}
+
+/** Starts the built headless core (`svc-emu serve`) as a real process, as a user would. */
+export async function serveCore(dataDir: string): Promise<ServedCore> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'svc-emu.mjs'), 'serve', '--port', '0', '--json', '--data-dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const line = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`svc-emu serve exited with ${code}`)));
+  });
+  const info = JSON.parse(line) as { url: string; api_key: string };
+  const get = client(info.url);
+  for (;;) {
+    const r = await get('GET', '/readyz').catch(() => ({ status: 0 }));
+    if (r.status === 200) break;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  const readyMs = performance.now() - t0;
+  return {
+    child,
+    url: info.url,
+    apiKey: info.api_key,
+    readyMs,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return Math.round((kb / 1024) * 10) / 10;
+}
