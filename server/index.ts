@@ -72,6 +72,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const live = deps.repo.read((db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db)]));
     await deps.blobs.collectGarbage(live).catch((err) => logger.log('warn', 'blob garbage collection failed', { error: String(err) }));
 
+    let openapi: unknown;
     const metrics = new Metrics();
     metrics.gauge('svc_emu_process_resident_memory_bytes', 'Resident memory of the core process.', () => process.memoryUsage().rss);
     const app = createApp({
@@ -81,7 +82,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       metrics,
       hostPolicy: { boundHost: config.host, allowedHosts: config.allowedHosts },
       adminToken,
-      openapi: buildOpenApi(allRoutes, EMULATOR_VERSION),
+      openapi: () => (openapi ??= buildOpenApi(allRoutes, EMULATOR_VERSION)),
       rendererDir: config.rendererDir,
     });
     const server = createServer(app.callback());

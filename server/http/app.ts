@@ -21,7 +21,8 @@ export interface AppOptions {
   metrics: Metrics;
   hostPolicy: HostPolicy;
   adminToken: string;
-  openapi: unknown;
+  /** The OpenAPI document, built on first request (it costs ~20 ms: not worth paying at start-up). */
+  openapi: () => unknown;
   rendererDir: string | null;
 }
 
@@ -75,7 +76,7 @@ export function createApp(opts: AppOptions): Koa {
 
   router.get('/openapi.json', (ctx) => {
     ctx.state.routeTemplate = '/openapi.json';
-    ctx.body = opts.openapi;
+    ctx.body = opts.openapi();
   });
   router.get('/metrics', (ctx) => {
     ctx.state.routeTemplate = '/metrics';
