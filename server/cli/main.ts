@@ -10,6 +10,7 @@ import { CapsPatch, ResourceName } from '../api/schemas';
 import { runDoctor, type DoctorReport } from '../doctor';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
+import { jsonLogger } from '../logger';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -209,6 +210,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.\n`);
   }
   const emu = await startEmulator({
+    logger: jsonLogger(io.stderr),
     dataDir,
     port,
     host,

@@ -1,4 +1,4 @@
-// A stand-in for the `electron` module in Node-side tests (vitest.config.ts aliases `electron` here):
+// A stand-in for the `electron` module in Node-side tests (vitest.config.mts aliases `electron` here):
 // the real package downloads its binary on first import, which fails on these machines (STACK.md).
 // It records what the code under test did; tests needing other behaviour vi.mock('electron', …).
 import { EventEmitter } from 'node:events';
