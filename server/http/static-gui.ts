@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import { readFile, stat } from 'node:fs/promises';
-import { extname, join, normalize, sep } from 'node:path';
+import { extname, join, normalize, resolve, sep } from 'node:path';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -21,7 +21,8 @@ const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Snippet Emulator<
  * Serves the built GUI (`out/renderer`) at `/`: index.html for `/`, files under it by path. The
  * admin token never sits in a page: the GUI reads it from `?token=` or the desktop bridge.
  */
-export function staticGui(dir: string | null): Middleware {
+export function staticGui(rendererDir: string | null): Middleware {
+  const dir = rendererDir === null ? null : resolve(rendererDir);
   return async (ctx, next) => {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
     if (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/_emu/')) return next();
