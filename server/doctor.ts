@@ -62,7 +62,7 @@ export async function runDoctor(opts: { electronPathFile?: string } = {}): Promi
   if (process.platform === 'darwin') notes.push('macOS: limits are enforced inside a Lima VM (executor issue).');
   else if (process.platform !== 'linux') notes.push(`${process.platform}: no cgroups; only the timeout can be enforced.`);
   else if (!usableV1 && !usableV2) notes.push('No usable memory/cpu/pids cgroup controllers: only the timeout can be enforced.');
-  if (!electronBinary) notes.push('Electron binary not installed: the desktop app cannot start; the core runs headless.');
+  if (!electronBinary) notes.push('Electron binary not installed yet: `npm start` fetches it where a desktop can show a window; until then the core runs headless.');
   return {
     node: process.version,
     platform: process.platform,
