@@ -1,0 +1,114 @@
+import { z } from 'zod';
+
+/**
+ * The runner protocol: NDJSON frames on fd 3, one JSON object per line, both directions. The same
+ * frames travel over a local pipe or through a remote agent (Lima). `id` names an invocation; `cid`
+ * names one host call within it.
+ *
+ * executor → runner:  invoke, reply
+ * runner → executor:  ready | init_error (once, after loading the bundle), then per invocation:
+ *                     log* chunk* call* … result | error
+ */
+
+/**
+ * Host calls, as the libraries (@svc/store, @svc/integrations, svc.store, svc.integrations) make them.
+ * Optional args are left out when the snippet did not give them (never sent as null). Reply `value`s the
+ * libraries expect (they hand them to the snippet as they are):
+ *   store.get          {key}                                   → the value, or null when missing/expired
+ *   store.set          {key, value, ttl_seconds?}              → null
+ *   store.delete       {key}                                   → true when a live key was removed, else false
+ *   store.list         {prefix}  ('' = all)                    → an array (null reads as [])
+ *   integrations.call  {name, method, path, query?, headers?, body?} → {status, headers, body}
+ * A failed call is `{ok:false, error:{code, message}}`; the libraries raise it as an error carrying `code`.
+ */
+export const HostOp = z.enum(['store.get', 'store.set', 'store.delete', 'store.list', 'integrations.call']);
+export type HostOp = z.infer<typeof HostOp>;
+
+// ---- executor → runner -----------------------------------------------------------------------------
+
+export const InvokeFrame = z.object({
+  t: z.literal('invoke'),
+  id: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  /** Secrets (and SVC_* facts) to set in process.env / os.environ before the handler runs; variables
+   * set by the previous invocation and absent here are removed. */
+  env: z.record(z.string(), z.string()),
+});
+
+export const ReplyFrame = z.object({
+  t: z.literal('reply'),
+  cid: z.string(),
+  ok: z.boolean(),
+  value: z.unknown().optional(),
+  error: z.object({ code: z.string(), message: z.string() }).optional(),
+});
+
+export const ToRunner = z.discriminatedUnion('t', [InvokeFrame, ReplyFrame]);
+export type ToRunner = z.infer<typeof ToRunner>;
+
+// ---- runner → executor -----------------------------------------------------------------------------
+
+export const ReadyFrame = z.object({
+  t: z.literal('ready'),
+  /** ms the runner spent loading the bundle (imports included). */
+  init_ms: z.number(),
+  runtime: z.object({ name: z.enum(['bun', 'python']), version: z.string() }),
+});
+
+/** The bundle could not be loaded (syntax error, import error, no handler): every invocation fails with it. */
+export const InitErrorFrame = z.object({
+  t: z.literal('init_error'),
+  message: z.string(),
+  stack: z.string().optional(),
+});
+
+export const LogFrame = z.object({
+  t: z.literal('log'),
+  id: z.string(),
+  stream: z.enum(['stdout', 'stderr']),
+  data: z.string(),
+});
+
+export const ChunkFrame = z.object({ t: z.literal('chunk'), id: z.string(), data: z.unknown() });
+
+export const CallFrame = z.object({
+  t: z.literal('call'),
+  id: z.string(),
+  cid: z.string(),
+  op: HostOp,
+  args: z.record(z.string(), z.unknown()),
+});
+
+export const ResultFrame = z.object({ t: z.literal('result'), id: z.string(), output: z.unknown() });
+
+export const ErrorFrame = z.object({
+  t: z.literal('error'),
+  id: z.string(),
+  /** Always handler_error from a runner: the tenant's own code failed (or returned non-JSON). */
+  code: z.literal('handler_error'),
+  message: z.string(),
+  stack: z.string().optional(),
+});
+
+export const FromRunner = z.discriminatedUnion('t', [
+  ReadyFrame,
+  InitErrorFrame,
+  LogFrame,
+  ChunkFrame,
+  CallFrame,
+  ResultFrame,
+  ErrorFrame,
+]);
+export type FromRunner = z.infer<typeof FromRunner>;
+export type InvokeFrame = z.infer<typeof InvokeFrame>;
+export type ReplyFrame = z.infer<typeof ReplyFrame>;
+export type ReadyFrame = z.infer<typeof ReadyFrame>;
+export type InitErrorFrame = z.infer<typeof InitErrorFrame>;
+export type LogFrame = z.infer<typeof LogFrame>;
+export type ChunkFrame = z.infer<typeof ChunkFrame>;
+export type CallFrame = z.infer<typeof CallFrame>;
+export type ResultFrame = z.infer<typeof ResultFrame>;
+export type ErrorFrame = z.infer<typeof ErrorFrame>;
+
+/** Longest frame line accepted (a chunk or result is JSON; 8 MiB leaves room over the 6 MiB body limit). */
+export const MAX_FRAME_BYTES = 8 * 1024 * 1024;

@@ -1,0 +1,696 @@
+"""The Python runner (its entry is svc_runner.py, which imports this module so that its bytecode is cached):
+loads one version's bundle once, then serves invocations over fd 3 with the NDJSON frames of
+executor/protocol.ts (read that file for the contract).
+
+    PYTHON -u executor/runtimes/python/svc_runner.py --bundle DIR --entry main.py      (fd 3 open)
+
+One invocation at a time, on the main thread. A reader thread reads fd 3: `invoke` frames go to a queue
+the main thread serves, `reply` frames wake the host call waiting for them. sys.stdout / sys.stderr
+writes made while an invocation runs become its `log` frames (capped per invocation); outside one they
+reach the real streams. Host calls (svc.store, svc.integrations) go through svc._host, which this runner
+fills in at start-up. Exits when fd 3 closes.
+
+Start-up is kept lean: JSON goes through the C accelerator `_json` directly (the json package imports
+`re`, ~7 ms in a fresh interpreter), threads and locks through `_thread`; asyncio and traceback are
+imported only when first needed.
+"""
+import _json
+import _thread
+import os
+import sys
+import time
+
+FD = 3
+# Keep in step with MAX_FRAME_BYTES in executor/protocol.ts.
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+# A chunk or result whose JSON is longer than this is refused (the envelope fits in the rest).
+MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES - 64 * 1024
+# stdout + stderr kept per invocation; the rest is dropped after one truncation mark.
+LOG_CAP_BYTES = 1024 * 1024
+LOG_TRUNCATED = "\n[svc: log output truncated at 1 MiB]\n"
+# Partial lines are held back until a newline, a frame or the end of the invocation, up to this size.
+LOG_HOLD_CHARS = 8192
+HOST_OPS = frozenset(("store.get", "store.set", "store.delete", "store.list", "integrations.call"))
+
+RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+# The runner's own files: their frames never show in a tenant's traceback.
+RUNNER_FILES = frozenset(os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "svc_runner.py"))
+
+
+# ---- JSON, the way json.dumps / json.loads do it in C (same output, same error messages) -----------------
+
+
+def _unserialisable(o):
+    raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
+
+def _dumps(value, allow_nan=False):
+    """Compact JSON of `value` (json.dumps(value, separators=(",", ":"), allow_nan=...))."""
+    # A fresh encoder per call: its circular-reference markers are left dirty by an exception.
+    encode = _json.make_encoder({}, _unserialisable, _json.encode_basestring_ascii, None, ":", ",", False, False, allow_nan)
+    return "".join(encode(value, 0))
+
+
+def _dumps_loose(value):
+    return _dumps(value, True)
+
+
+class _DecodeContext:
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+    memo = None
+
+
+_scan_once = _json.make_scanner(_DecodeContext())
+_WS = " \t\n\r"
+
+
+def _loads(data):
+    """json.loads for one frame line (bytes); ValueError when it is not one JSON value."""
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    start = len(text) - len(text.lstrip(_WS))
+    try:
+        value, end = _scan_once(text, start)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if text[end:].strip(_WS):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _note(message):
+    try:
+        _real_stderr.write("[svc-runner] %s\n" % message)
+        _real_stderr.flush()
+    except Exception:
+        pass
+
+
+# ---- frames out ----------------------------------------------------------------------------------------
+
+_write_lock = _thread.allocate_lock()
+
+
+def _write_line(text):
+    """Writes one whole line to fd 3; frames never interleave and leave in the order they were made."""
+    data = text.encode("utf-8", "surrogatepass")
+    with _write_lock:
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(FD, view)
+                view = view[n:]
+        except (BrokenPipeError, ConnectionResetError, OSError) as e:
+            if isinstance(e, (BrokenPipeError, ConnectionResetError)) or getattr(e, "errno", None) == 9:  # EBADF
+                os._exit(0)  # the executor is gone
+            raise
+
+
+def _send(frame):
+    _write_line(_dumps_loose(frame) + "\n")
+
+
+# ---- JSON checks ---------------------------------------------------------------------------------------
+
+
+class _NotJson(Exception):
+    pass
+
+
+def _to_json(value, what):
+    try:
+        text = _dumps(value)
+    except RecursionError:
+        raise _NotJson("%s is not JSON-serialisable: it is nested too deeply (or contains a circular reference)" % what) from None
+    except (TypeError, ValueError) as e:
+        raise _NotJson("%s is not JSON-serialisable: %s" % (what, e)) from None
+    if len(text) > MAX_PAYLOAD_BYTES:
+        raise _NotJson("%s is too large to send: %d bytes of JSON, at most %d" % (what, len(text), MAX_PAYLOAD_BYTES))
+    return text
+
+
+# ---- the current invocation and its logs ---------------------------------------------------------------
+
+
+class _Invocation:
+    __slots__ = ("id", "id_json", "log_bytes", "truncated", "done")
+
+    def __init__(self, inv_id):
+        self.id = inv_id
+        self.id_json = _dumps_loose(inv_id)
+        self.log_bytes = 0
+        self.truncated = False
+        self.done = False
+
+
+_current = None
+
+
+def _emit_log(inv, stream, data):
+    if inv.done or inv.truncated or not data:
+        return
+    size = len(data.encode("utf-8", "surrogatepass"))
+    if inv.log_bytes + size > LOG_CAP_BYTES:
+        room = LOG_CAP_BYTES - inv.log_bytes
+        head = data.encode("utf-8", "surrogatepass")[: max(room, 0)].decode("utf-8", "ignore")
+        inv.truncated = True
+        inv.log_bytes = LOG_CAP_BYTES
+        data = head + LOG_TRUNCATED
+    else:
+        inv.log_bytes += size
+    _write_line('{"t":"log","id":%s,"stream":"%s","data":%s}\n' % (inv.id_json, stream, _dumps_loose(data)))
+
+
+class _LogStream:
+    """Stands in for sys.stdout / sys.stderr for the runner's whole life (so references taken at import
+    time, e.g. by logging, are captured too): an invocation's writes become its log frames, line by line;
+    anything else goes to the real stream."""
+
+    encoding = "utf-8"
+    errors = "surrogateescape"
+
+    def __init__(self, name, real):
+        self._name = name
+        self._real = real
+        self._hold = []
+        self._held = 0
+        self._lock = _thread.allocate_lock()
+
+    def write(self, s):
+        if _current is None:
+            return self._real.write(s)
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str, not %s" % type(s).__name__)
+        with self._lock:
+            self._hold.append(s)
+            self._held += len(s)
+            if "\n" not in s and self._held < LOG_HOLD_CHARS:
+                return len(s)
+            text = "".join(self._hold)
+            if self._held < LOG_HOLD_CHARS:
+                cut = text.rfind("\n") + 1
+                self._hold = [text[cut:]] if cut < len(text) else []
+                self._held = len(text) - cut
+                text = text[:cut]
+            else:
+                self._hold = []
+                self._held = 0
+        inv = _current
+        if inv is not None:
+            _emit_log(inv, self._name, text)
+        return len(s)
+
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
+    def _drain(self, inv):
+        with self._lock:
+            if not self._hold:
+                return
+            text = "".join(self._hold)
+            self._hold = []
+            self._held = 0
+        if inv is not None:
+            _emit_log(inv, self._name, text)
+
+    def flush(self):
+        inv = _current
+        if inv is not None:
+            self._drain(inv)
+        else:
+            self._real.flush()
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+    def readable(self):
+        return False
+
+    def seekable(self):
+        return False
+
+    def fileno(self):
+        return self._real.fileno()
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+_real_stdout = sys.stdout
+_real_stderr = sys.stderr
+_stdout = _LogStream("stdout", _real_stdout)
+_stderr = _LogStream("stderr", _real_stderr)
+sys.stdout = _stdout
+sys.stderr = _stderr
+
+
+def _drain_logs(inv):
+    _stdout._drain(inv)
+    _stderr._drain(inv)
+
+
+# ---- env -----------------------------------------------------------------------------------------------
+
+_base_env = dict(os.environ)
+_invocation_env_keys = ()
+
+
+def _apply_env(env):
+    global _invocation_env_keys
+    environ = os.environ
+    for key in _invocation_env_keys:
+        if key in env:
+            continue
+        base = _base_env.get(key)
+        if base is None:
+            environ.pop(key, None)
+        else:
+            environ[key] = base
+    for key, value in env.items():
+        environ[key] = value
+    _invocation_env_keys = tuple(env)
+
+
+# ---- host calls ----------------------------------------------------------------------------------------
+
+_pending = {}
+_pending_lock = _thread.allocate_lock()
+_call_seq = [0]
+
+
+def _refuse(code, message):
+    return {"t": "reply", "ok": False, "error": {"code": code, "message": message}}
+
+
+def _start_call(op, args, on_reply):
+    """Sends a call frame; on_reply(frame) runs on the reader thread. Returns a refusal frame instead when
+    the call cannot be made."""
+    inv = _current
+    if inv is None or inv.done:
+        return _refuse("no_invocation", "%s: host calls can only be made while a handler runs" % op)
+    if op not in HOST_OPS:
+        return _refuse("unknown_op", "unknown host operation %r" % (op,))
+    if not isinstance(args, dict):
+        return _refuse("bad_args", "%s: the arguments must be a dict" % op)
+    try:
+        args_json = _to_json(args, "the arguments of %s" % op)
+    except _NotJson as e:
+        return _refuse("bad_args", str(e))
+    with _pending_lock:
+        _call_seq[0] += 1
+        cid = "c%d" % _call_seq[0]
+        _pending[cid] = on_reply
+    _drain_logs(inv)
+    _write_line('{"t":"call","id":%s,"cid":"%s","op":"%s","args":%s}\n' % (inv.id_json, cid, op, args_json))
+    return None
+
+
+def call_sync(op, args):
+    """Blocks the calling thread until the reply arrives; returns the reply frame."""
+    done = _thread.allocate_lock()
+    done.acquire()
+    box = []
+
+    def on_reply(frame):
+        box.append(frame)
+        done.release()
+
+    refused = _start_call(op, args, on_reply)
+    if refused is not None:
+        return refused
+    done.acquire()  # released by the reader thread when the reply arrives
+    return box[0]
+
+
+async def call_async(op, args):
+    """Awaits the reply on the running event loop; returns the reply frame."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(frame):
+        if not future.done():
+            future.set_result(frame)
+
+    def on_reply(frame):
+        try:
+            loop.call_soon_threadsafe(settle, frame)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
+
+    refused = _start_call(op, args, on_reply)
+    if refused is not None:
+        return refused
+    return await future
+
+
+def _on_reply(frame):
+    with _pending_lock:
+        on_reply = _pending.pop(frame["cid"], None)
+    if on_reply is None:
+        _note("reply for unknown call %r ignored" % (frame["cid"],))
+        return
+    on_reply(frame)
+
+
+_svc_dir = ""
+
+
+def _register_host():
+    """Hands our call functions to svc._host (when the svc package is installed)."""
+    global _svc_dir
+    try:
+        from svc import _host as svc_host
+    except ImportError:
+        return
+    svc_host._register(call_sync, call_async)
+    _svc_dir = os.path.dirname(os.path.abspath(svc_host.__file__)) + os.sep
+
+
+# ---- tracebacks ----------------------------------------------------------------------------------------
+
+_bundle_prefix = ""
+
+
+def _relative(path):
+    if _bundle_prefix and isinstance(path, str) and path.startswith(_bundle_prefix):
+        return path[len(_bundle_prefix):]
+    return path
+
+
+def _internal(filename):
+    if filename in RUNNER_FILES or filename.startswith("<frozen importlib"):
+        return True
+    if _svc_dir and filename.startswith(_svc_dir):
+        return True  # our own libraries: a failed host call's traceback ends at the tenant's line
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        base = os.path.dirname(asyncio.__file__) + os.sep
+        if filename.startswith(base):
+            return True
+    return False
+
+
+def _filter_tb(te, seen):
+    import traceback
+
+    if id(te) in seen:
+        return
+    seen.add(id(te))
+    kept = []
+    for frame in te.stack:
+        if _internal(frame.filename):
+            continue
+        frame.line  # read the source line before the file name changes
+        frame.filename = _relative(frame.filename)
+        kept.append(frame)
+    te.stack = traceback.StackSummary.from_list(kept)
+    if getattr(te, "filename", None):
+        te.filename = _relative(te.filename)
+    for nested in (te.__cause__, te.__context__):
+        if nested is not None:
+            _filter_tb(nested, seen)
+    for nested in getattr(te, "exceptions", None) or ():
+        _filter_tb(nested, seen)
+
+
+def _describe(exc):
+    """(message, stack) of an exception, as the tenant's code produced it."""
+    try:
+        text = str(exc)
+    except Exception:
+        text = "<str() of the exception failed>"
+    name = type(exc).__name__
+    message = "%s: %s" % (name, text) if text else name
+    if _bundle_prefix:
+        message = message.replace(_bundle_prefix, "")
+    try:
+        import traceback
+
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        _filter_tb(te, set())
+        stack = "".join(te.format()).rstrip("\n")
+    except Exception as e:  # a broken __str__ or the like: the message must still get out
+        stack = "%s\n(traceback unavailable: %s)" % (message, type(e).__name__)
+    return message, stack
+
+
+# ---- load the bundle -----------------------------------------------------------------------------------
+
+
+def _parse_args(argv):
+    opts = {}
+    i = 1
+    while i < len(argv):
+        if argv[i] in ("--bundle", "--entry") and i + 1 < len(argv):
+            opts[argv[i][2:]] = argv[i + 1]
+            i += 2
+        else:
+            i += 1
+    return opts
+
+
+def _import_helpers():
+    """importlib.util's spec_from_file_location and module_from_spec, from the frozen modules the
+    interpreter has already loaded (importlib.util itself pulls in contextlib and collections: ~3 ms)."""
+    try:
+        import _frozen_importlib
+        import _frozen_importlib_external
+
+        return _frozen_importlib_external.spec_from_file_location, _frozen_importlib.module_from_spec
+    except (ImportError, AttributeError):
+        import importlib.util
+
+        return importlib.util.spec_from_file_location, importlib.util.module_from_spec
+
+
+def _load(bundle_dir, entry):
+    """Imports the entry module once. Returns the handler, or None after sending init_error."""
+    entry_path = os.path.join(bundle_dir, entry)
+    rel = os.path.relpath(entry_path, bundle_dir)
+    module_name = rel[:-3] if rel.endswith(".py") else rel
+    module_name = module_name.replace(os.sep, ".")
+    if module_name.endswith(".__init__"):
+        module_name = module_name[: -len(".__init__")]
+    t0 = time.perf_counter()
+    try:
+        spec_from_file_location, module_from_spec = _import_helpers()
+        spec = spec_from_file_location(module_name, entry_path)
+        if spec is None or spec.loader is None:
+            raise ImportError("cannot load %s" % rel)
+        module = module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+    except BaseException as exc:
+        message, stack = _describe(exc)
+        _send({"t": "init_error", "message": message, "stack": stack})
+        return None
+    init_ms = (time.perf_counter() - t0) * 1000
+    handler = getattr(module, "handler", None)
+    if not callable(handler):
+        _send({"t": "init_error", "message": "%s defines no handler: add `def handler(input): ...`" % rel})
+        return None
+    v = sys.version_info
+    _send({"t": "ready", "init_ms": round(init_ms, 3), "runtime": {"name": "python", "version": "%d.%d.%d" % (v[0], v[1], v[2])}})
+    return handler
+
+
+# ---- serve ---------------------------------------------------------------------------------------------
+
+_loop = None
+
+
+def _event_loop():
+    """One asyncio event loop for the runner's life, made on first use."""
+    global _loop
+    import asyncio
+
+    if _loop is None or _loop.is_closed():
+        _loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(_loop)
+    return _loop
+
+
+def _send_chunk(inv, value):
+    data = _to_json(value, "a yielded value")
+    _drain_logs(inv)
+    _write_line('{"t":"chunk","id":%s,"data":%s}\n' % (inv.id_json, data))
+
+
+async def _drain_async_gen(agen, inv):
+    async for value in agen:
+        _send_chunk(inv, value)
+
+
+def _invoke(handler, frame):
+    global _current
+    inv = _Invocation(frame["id"])
+    try:
+        _apply_env(frame["env"])
+    except (ValueError, OSError) as e:  # e.g. a NUL byte in a value
+        _send({"t": "error", "id": inv.id, "code": "handler_error", "message": "the invocation's environment could not be set: %s" % e})
+        return
+    _drain_logs(None)  # partial lines a stray thread left after the previous invocation ended
+    _current = inv
+    try:
+        try:
+            result = handler(frame["input"])
+            if hasattr(result, "__await__"):
+                result = _event_loop().run_until_complete(result)
+            if hasattr(result, "__aiter__"):
+                _event_loop().run_until_complete(_drain_async_gen(result, inv))
+                result = None
+            elif hasattr(result, "__next__") and hasattr(result, "send") and hasattr(result, "throw"):
+                while True:
+                    try:
+                        value = next(result)
+                    except StopIteration as stop:
+                        result = stop.value
+                        break
+                    _send_chunk(inv, value)
+            output = _to_json(result, "the return value")
+        except _NotJson as e:
+            _drain_logs(inv)
+            inv.done = True
+            _send({"t": "error", "id": inv.id, "code": "handler_error", "message": str(e)})
+            return
+        except BaseException as exc:
+            message, stack = _describe(exc)
+            exc = None
+            _drain_logs(inv)
+            inv.done = True
+            _send({"t": "error", "id": inv.id, "code": "handler_error", "message": message, "stack": stack})
+            return
+        _drain_logs(inv)
+        inv.done = True
+        _write_line('{"t":"result","id":%s,"output":%s}\n' % (inv.id_json, output))
+    finally:
+        inv.done = True
+        _current = None
+
+
+def _valid_invoke(f):
+    if not isinstance(f.get("id"), str) or not isinstance(f.get("input"), dict):
+        return False
+    env = f.get("env")
+    return isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+
+
+def _handle_line(line, queue):
+    if not line.strip():
+        return
+    try:
+        frame = _loads(line)
+    except ValueError:
+        _note("ignored a line that is not JSON (%d bytes)" % len(line))
+        return
+    if not isinstance(frame, dict):
+        _note("ignored a frame that is not an object")
+        return
+    t = frame.get("t")
+    if t == "invoke":
+        if _valid_invoke(frame):
+            queue.put(frame)
+        else:
+            _note("ignored a malformed invoke frame")
+    elif t == "reply":
+        if isinstance(frame.get("cid"), str) and isinstance(frame.get("ok"), bool):
+            _on_reply(frame)
+        else:
+            _note("ignored a malformed reply frame")
+    else:
+        _note("ignored a frame of unknown type %r" % (t,))
+
+
+def _reader(queue):
+    """Reads fd 3 until it closes: invokes to the queue, replies to their waiters."""
+    parts = []
+    held = 0
+    discarding = False
+    while True:
+        try:
+            data = os.read(FD, 1 << 16)
+        except InterruptedError:
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            break
+        start = 0
+        nl = data.find(b"\n")
+        while nl >= 0:
+            if discarding:
+                discarding = False
+            elif parts:
+                parts.append(data[start:nl])
+                _handle_line(b"".join(parts), queue)
+            else:
+                _handle_line(data[start:nl], queue)
+            parts = []
+            held = 0
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data) and not discarding:
+            parts.append(data[start:])
+            held += len(data) - start
+            if held > MAX_FRAME_BYTES:
+                _note("ignored a frame over %d bytes" % MAX_FRAME_BYTES)
+                parts = []
+                held = 0
+                discarding = True
+    if _current is not None:
+        os._exit(0)  # nobody is left to answer the running invocation
+    queue.put(None)
+
+
+def main():
+    global _bundle_prefix
+    opts = _parse_args(sys.argv)
+    if "bundle" not in opts or "entry" not in opts:
+        _note("usage: svc_runner.py --bundle DIR --entry FILE   (fd 3 open)")
+        sys.exit(2)
+    try:
+        os.fstat(FD)
+    except OSError:
+        _note("fd %d is not open" % FD)
+        sys.exit(2)
+    bundle_dir = os.path.abspath(opts["bundle"])
+    _bundle_prefix = bundle_dir.rstrip(os.sep) + os.sep
+    # The runner's own directory is no place to import a tenant's modules from.
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != RUNNER_DIR]
+    _register_host()
+    sys.path.insert(0, bundle_dir)
+
+    from _queue import SimpleQueue
+
+    queue = SimpleQueue()
+    _thread.start_new_thread(_reader, (queue,))
+
+    handler = _load(bundle_dir, opts["entry"])
+    while True:
+        frame = queue.get()
+        if frame is None:
+            break
+        if handler is None:
+            _send({"t": "error", "id": frame["id"], "code": "handler_error", "message": "the bundle failed to load (see init_error)"})
+            continue
+        _invoke(handler, frame)
+    try:
+        _real_stdout.flush()
+        _real_stderr.flush()
+    except Exception:
+        pass
+    os._exit(0)
