@@ -72,6 +72,7 @@ export class RunnerChannel extends EventEmitter {
   private readyFrame: ReadyFrame | InitErrorFrame | null = null;
   private readyWaiters: Array<(frame: ReadyFrame | InitErrorFrame | RunnerProtocolError) => void> = [];
   private active: Active | null = null;
+  private forwarder: ((frame: FromRunner) => void) | null = null;
 
   constructor(private readonly stream: Duplex) {
     super();
@@ -150,6 +151,14 @@ export class RunnerChannel extends EventEmitter {
     });
   }
 
+  /**
+   * Hands every later frame (after ready) to `fn` instead of routing it to an invocation: a remote
+   * agent relays frames to the host, whose own RunnerChannel does the routing.
+   */
+  forwardTo(fn: (frame: FromRunner) => void): void {
+    this.forwarder = fn;
+  }
+
   /** Ends our side of the stream: the runner exits when it sees fd 3 close. */
   close(): void {
     if (!this.stream.writableEnded && !this.stream.destroyed) this.stream.end();
@@ -219,6 +228,10 @@ export class RunnerChannel extends EventEmitter {
       return;
     }
     const frame = parsed.data;
+    if (this.forwarder && frame.t !== 'ready' && frame.t !== 'init_error') {
+      this.forwarder(frame);
+      return;
+    }
     switch (frame.t) {
       case 'ready':
       case 'init_error': {

@@ -18,6 +18,8 @@ export interface EmulatorStartConfig {
   host?: string;
   /** The built GUI (out/renderer) the core serves at `/`. */
   rendererDir?: string;
+  /** The checkout (runners in executor/runtimes, installed runtimes in .runtimes). */
+  projectRoot?: string;
 }
 
 export type StartEmulator = (config: EmulatorStartConfig) => Promise<EmulatorHandle>;
@@ -97,6 +99,8 @@ export interface ShellDeps {
   preloadPath: string;
   /** Absolute path of the built GUI (out/renderer), served by the core at `/`. */
   rendererDir?: string;
+  /** The checkout root (runners and installed runtimes). */
+  projectRoot?: string;
   platform: NodeJS.Platform;
   /** Where SIGINT/SIGTERM arrive (process); they quit the app cleanly so the core is stopped. */
   signals?: { on(signal: 'SIGINT' | 'SIGTERM', listener: () => void): unknown };
@@ -225,6 +229,7 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     port: deps.config.port,
     ...(deps.config.host ? { host: deps.config.host } : {}),
     ...(deps.rendererDir ? { rendererDir: deps.rendererDir } : {}),
+    ...(deps.projectRoot ? { projectRoot: deps.projectRoot } : {}),
   });
   starting = start;
   let handle: EmulatorHandle;

@@ -11,6 +11,7 @@ void runApp({
   config: resolveShellConfig(process.argv.slice(1), process.env, process.cwd()),
   preloadPath: join(__dirname, '../preload/index.js'),
   rendererDir: join(__dirname, '../renderer'),
+  projectRoot: join(__dirname, '../..'),
   platform: process.platform,
   signals: process,
 });

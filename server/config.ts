@@ -3,6 +3,7 @@ import type { Logger } from './logger';
 import type { SecretKeyProvider } from './crypto/secret-box';
 import type { Clock } from './core-deps';
 import type { CodeValidator } from './services/snippets';
+import type { Executor } from '../executor/types';
 
 /** What `startEmulator` accepts: plain data validated here, dependencies passed as they are. */
 export const EmulatorConfigSchema = z.object({
@@ -13,6 +14,10 @@ export const EmulatorConfigSchema = z.object({
   allowedHosts: z.array(z.string()).default([]),
   rendererDir: z.string().nullable().default(null),
   storeSweepMs: z.number().int().min(10).default(30_000),
+  /** The project root: where `.runtimes/` (installed runtimes) and `executor/runtimes/` (runners) are. */
+  projectRoot: z.string().nullable().default(null),
+  /** Invocation records kept per tenant. */
+  historyLimit: z.number().int().min(1).default(1000),
   /** node_modules/electron/path.txt: present when the Electron binary is installed (doctor reports it). */
   electronPathFile: z.string().optional(),
 });
@@ -22,4 +27,6 @@ export type EmulatorConfig = z.input<typeof EmulatorConfigSchema> & {
   secretKeyProvider?: SecretKeyProvider;
   clock?: Clock;
   validateCode?: CodeValidator;
+  /** An executor to use instead of the one built from projectRoot (tests, a remote VM). */
+  executor?: Executor;
 };

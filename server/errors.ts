@@ -6,6 +6,10 @@ export interface FieldError {
   /** Where the problem is: `body.timeout_ms`, `path.name`, `query.cursor`, `header.content-type`. */
   location: string;
   message: string;
+  /** For code problems: where in which file of the bundle. */
+  file?: string;
+  line?: number;
+  column?: number;
 }
 
 export class ApiError extends Error {

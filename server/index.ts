@@ -13,6 +13,8 @@ import { acquireDataDir, dataDirPaths } from './storage/data-dir';
 import { openState } from './open-state';
 import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
+import { createExecutor } from '../executor';
+import { join } from 'node:path';
 
 export type { EmulatorConfig } from './config';
 export { DataDirError, DataDirInUseError } from './errors';
@@ -51,6 +53,10 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
     const adminToken = newAdminToken();
     let url = '';
+    const built = input.executor
+      ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
+      : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger });
+    cleanup.push(() => built.executor.close());
     const services = createServices(
       deps,
       {
@@ -59,17 +65,25 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         workspace: config.workspace,
         startedAt: new Date().toISOString(),
         url: () => url,
-        doctor: () => runDoctor({ electronPathFile: config.electronPathFile }),
+        doctor: async () => ({
+          ...(await runDoctor({ electronPathFile: config.electronPathFile })),
+          executor: built.executor.info,
+        }),
+        adminToken,
+        runtime: built.runtime,
         ready: () => {
           const reasons: string[] = [];
           if (deps.repo.writeError) reasons.push(`the data dir cannot be written: ${deps.repo.writeError.message}`);
           return { ready: reasons.length === 0, reasons };
         },
       },
-      input.validateCode ?? null,
+      { executor: built.executor, validateCode: input.validateCode ?? built.validateCode, historyLimit: config.historyLimit },
     );
+    await services.invocations.failOrphans();
     const local = await services.tenants.ensureLocal();
-    const live = deps.repo.read((db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db)]));
+    const live = deps.repo.read(
+      (db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db), ...services.invocations.liveBlobs(db)]),
+    );
     await deps.blobs.collectGarbage(live).catch((err) => logger.log('warn', 'blob garbage collection failed', { error: String(err) }));
 
     let openapi: unknown;

@@ -25,6 +25,39 @@ export const EmuInfo = z
 
 export const emuRoutes = [
   defineRoute({
+    method: 'get', path: '/_emu/runtime', auth: 'admin', tag: 'Emulator',
+    summary: 'The runtime manifest (production’s pinned versions) against what is installed here',
+    responses: { 200: ok('Manifest, installed versions and mismatches.', z.record(z.string(), z.unknown())), ...problems(401) },
+    handler: async ({ services }) => ({ status: 200, body: await services.facts.runtime() }),
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/executor', auth: 'admin', tag: 'Emulator',
+    summary: 'Limit backend, sandbox, parity and the warm pool',
+    responses: { 200: ok('Executor facts.', z.record(z.string(), z.unknown())), ...problems(401) },
+    handler: ({ services }) => ({ status: 200, body: { ...services.executor.info, pool: services.executor.stats() } }),
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/invocations/{id}', auth: 'admin', tag: 'Emulator',
+    summary: 'An invocation with its evidence: limits, warm/cold, and the memory/CPU timeline sampled every ~50 ms',
+    params: z.object({ id: z.string() }),
+    responses: { 200: ok('The invocation and its timeline.', z.record(z.string(), z.unknown())), ...problems(401, 404) },
+    handler: async ({ services, params }) => {
+      const rec = services.invocations.byId(params.id);
+      return {
+        status: 200,
+        body: {
+          ...(await services.invocations.view(rec)),
+          tenant_id: rec.tenant_id,
+          overridden: rec.overridden,
+          warm: rec.warm,
+          error_evidence: rec.error?.evidence ?? null,
+          logs_truncated: rec.logs_truncated,
+          timeline: await services.invocations.timeline(rec),
+        },
+      };
+    },
+  }),
+  defineRoute({
     method: 'get', path: '/_emu/info', auth: 'admin', tag: 'Emulator', summary: 'About this emulator',
     responses: { 200: ok('Facts and the local key.', EmuInfo), ...problems(401) },
     handler: ({ services }) => ({

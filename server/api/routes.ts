@@ -3,5 +3,6 @@ import { metaRoutes } from './meta';
 import { snippetRoutes } from './v1/snippets';
 import { tenantRoutes } from './v1/tenant';
 import { emuRoutes } from './emu';
+import { invokeRoutes } from './v1/invoke';
 
-export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...tenantRoutes, ...emuRoutes];
+export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes];

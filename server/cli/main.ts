@@ -217,6 +217,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     workspace: values.workspace ? resolve(io.cwd, values.workspace) : null,
     allowedHosts: values['allow-host'] ?? [],
     rendererDir: rendererDir(),
+    projectRoot: projectRoot(),
     electronPathFile: electronPathFile(),
   });
   const gui = `${emu.url}/?token=${emu.adminToken}`;
@@ -246,6 +247,16 @@ function rendererDir(): string | null {
   const here = dirname(fileURLToPath(import.meta.url));
   for (const candidate of [join(here, '..', 'renderer'), join(here, '..', '..', 'out', 'renderer')]) {
     if (existsSync(join(candidate, 'index.html'))) return candidate;
+  }
+  return null;
+}
+
+/** The checkout this CLI belongs to: the nearest parent holding executor/runtimes (runners, installed runtimes). */
+function projectRoot(): string | null {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    if (existsSync(join(dir, 'executor', 'runtimes'))) return dir;
+    dir = dirname(dir);
   }
   return null;
 }

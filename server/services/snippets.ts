@@ -4,6 +4,7 @@ import type { DbData, SnippetRecord, TenantRecord, VersionRecord } from '../stor
 import { type CoreDeps, nowIso } from '../core-deps';
 import { BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, type CreateVersion } from '../api/schemas';
 import { paginate, type PageRequest } from './pagination';
+import type { CodeProblem } from '../../executor/validate';
 
 export const DEFAULT_VERSION_LIMITS = { timeout_ms: 60_000, max_memory_mb: 200, max_cpu_percent: 10 } as const;
 const LIMIT_FIELDS = ['timeout_ms', 'max_memory_mb', 'max_cpu_percent'] as const;
@@ -17,13 +18,13 @@ const ENTRY_EXT: Record<Runtime, RegExp> = { bun: /\.(ts|tsx|js|mjs)$/, python: 
 
 /**
  * Checks a bundle's code for its runtime (compiles, exports a handler). Supplied by the executor; the
- * returned errors name the file and line. Without one, only the shape of the bundle is checked.
+ * problems name the file and line. Without one, only the shape of the bundle is checked.
  */
 export type CodeValidator = (input: {
   runtime: Runtime;
   entrypoint: string;
   files: Record<string, string>;
-}) => Promise<FieldError[]>;
+}) => Promise<CodeProblem[]>;
 
 export interface VersionView {
   snippet: string;
@@ -47,7 +48,18 @@ export class SnippetService {
   constructor(
     private readonly deps: CoreDeps,
     private readonly validateCode: CodeValidator | null = null,
+    /** Told after anything that changes which versions of a snippet can run (warm sandboxes retire). */
+    private readonly onChanged: (snippetId: string) => void = () => {},
   ) {}
+
+  /** Versions of a snippet that may still be asked for without naming them: deployed ones and the latest. */
+  liveVersions(snippetId: string): number[] {
+    return this.deps.repo.read((db) => {
+      const snippet = db.snippets.find((s) => s.id === snippetId);
+      const deployed = db.deployments.filter((d) => d.snippet_id === snippetId).map((d) => d.version);
+      return snippet ? [...new Set([...deployed, snippet.latest_version])] : [];
+    });
+  }
 
   // ---- snippets -----------------------------------------------------------------------------------
 
@@ -119,7 +131,8 @@ export class SnippetService {
       db.snippets = db.snippets.filter((s) => s.id !== snippet.id);
       db.versions = db.versions.filter((v) => v.snippet_id !== snippet.id);
       db.deployments = db.deployments.filter((d) => d.snippet_id !== snippet.id);
-    });
+      return snippet.id;
+    }).then((id) => this.onChanged(id));
   }
 
   // ---- versions -----------------------------------------------------------------------------------
@@ -173,8 +186,18 @@ export class SnippetService {
       throw payloadTooLarge(`the code bundle is ${size} bytes; at most ${BUNDLE_MAX_BYTES} (1 MiB) are allowed`);
     }
     if (this.validateCode) {
-      const codeErrors = await this.validateCode({ runtime: snippet.runtime, entrypoint, files });
-      if (codeErrors.length) throw validationFailed(codeErrors);
+      const problems = await this.validateCode({ runtime: snippet.runtime, entrypoint, files });
+      if (problems.length) {
+        throw validationFailed(
+          problems.map((p) => ({
+            location: body.code !== undefined ? 'body.code' : `body.files.${p.file}`,
+            message: `${p.file}${p.line ? `:${p.line}${p.column ? `:${p.column}` : ''}` : ''}: ${p.message}`,
+            file: p.file,
+            ...(p.line ? { line: p.line } : {}),
+            ...(p.column ? { column: p.column } : {}),
+          })),
+        );
+      }
     }
     return { files, entrypoint, size };
   }
@@ -228,6 +251,7 @@ export class SnippetService {
       live.updated_at = now;
       return rec;
     });
+    this.onChanged(snippet.id);
     return this.versionView(snippet, record);
   }
 
@@ -330,7 +354,7 @@ export class SnippetService {
 
   /** Points an environment at a version; pointing it back at an older one is the rollback. */
   async deploy(tenant: TenantRecord, idOrName: string, env: string, version: number) {
-    return this.deps.repo.mutate((db) => {
+    const result = await this.deps.repo.mutate((db) => {
       const snippet = this.find(db, tenant, idOrName);
       if (!snippet) throw notFound('snippet', idOrName);
       this.requireEnv(db, tenant, env);
@@ -347,19 +371,23 @@ export class SnippetService {
         d = { snippet_id: snippet.id, env, version, previous_version: null, deployed_at: now };
         db.deployments.push(d);
       }
-      return { env, version: d.version, previous_version: d.previous_version, deployed_at: d.deployed_at };
+      return { snippetId: snippet.id, view: { env, version: d.version, previous_version: d.previous_version, deployed_at: d.deployed_at } };
     });
+    this.onChanged(result.snippetId);
+    return result.view;
   }
 
   async undeploy(tenant: TenantRecord, idOrName: string, env: string) {
-    await this.deps.repo.mutate((db) => {
+    const snippetId = await this.deps.repo.mutate((db) => {
       const snippet = this.find(db, tenant, idOrName);
       if (!snippet) throw notFound('snippet', idOrName);
       this.requireEnv(db, tenant, env);
       const before = db.deployments.length;
       db.deployments = db.deployments.filter((x) => !(x.snippet_id === snippet.id && x.env === env));
       if (db.deployments.length === before) throw notFound('deployment', env);
+      return snippet.id;
     });
+    this.onChanged(snippetId);
   }
 
   /** Blob hashes still referenced by some version (for garbage collection). */

@@ -7,6 +7,7 @@ import { SCHEMA_VERSION } from './schema';
 type Doc = Record<string, unknown>;
 const steps: Record<number, (doc: Doc) => Doc> = {
   0: (doc) => ({ ...doc, integrations: doc.integrations ?? [], schema_version: 1 }),
+  1: (doc) => ({ ...doc, invocations: doc.invocations ?? [], schema_version: 2 }),
 };
 
 export type MigrationResult = { doc: Doc; from: number; to: number } | { error: string };

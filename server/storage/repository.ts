@@ -14,8 +14,12 @@ export class Repository {
   private next: Promise<void> | null = null;
   private inflight: Promise<void> = Promise.resolve();
   private lastWriteError: Error | null = null;
+  private lazyTimer: NodeJS.Timeout | null = null;
 
-  private constructor(private readonly low: Low<DbData>) {}
+  private constructor(
+    private readonly low: Low<DbData>,
+    private readonly lazyDelayMs = 100,
+  ) {}
 
   static async open(path: string): Promise<Repository> {
     const low = new Low<DbData>(new ValidatedJsonFile(path, DbData), emptyDb());
@@ -34,6 +38,20 @@ export class Repository {
     return result;
   }
 
+  /**
+   * Like `mutate`, but does not wait for the disk: the change is written with the next write, at the
+   * latest `lazyDelayMs` from now. For records whose loss in a crash costs nothing the caller was
+   * promised (a sync invocation's record: its caller already has the answer).
+   */
+  mutateLazy<T>(fn: (db: DbData) => T): T {
+    const result = fn(this.low.data);
+    this.lazyTimer ??= setTimeout(() => {
+      this.lazyTimer = null;
+      this.flush().catch(() => {}); // the error is kept in writeError (readiness reports it)
+    }, this.lazyDelayMs);
+    return result;
+  }
+
   /** Resolves when everything changed so far is on disk. */
   flush(): Promise<void> {
     if (!this.next) {
@@ -41,6 +59,10 @@ export class Repository {
       this.next = (async () => {
         await previous.catch(() => {});
         this.next = null; // changes from here on go into the write after this one
+        if (this.lazyTimer) {
+          clearTimeout(this.lazyTimer); // this write carries the lazy changes too
+          this.lazyTimer = null;
+        }
         const write = this.low.write();
         this.inflight = write;
         try {

@@ -4,7 +4,7 @@ import { z } from 'zod';
  * The shape of `db.json`. Parsed with these schemas on every load, so a hand-edited file that no longer
  * fits is reported field by field instead of failing later somewhere deep.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 const isoTime = z.string().datetime({ offset: true });
 
@@ -112,6 +112,47 @@ export const IntegrationRecord = z.object({
   updated_at: isoTime,
 });
 
+export const InvocationRecord = z.object({
+  id: z.string(),
+  tenant_id: z.string(),
+  snippet_id: z.string(),
+  snippet: z.string(),
+  version: z.number().int().min(1),
+  env: z.string().nullable(),
+  mode: z.enum(['sync', 'async', 'stream']),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed']),
+  outcome: z.enum(['success', 'handler_error', 'timeout', 'oom_killed', 'cancelled', 'failed']).nullable(),
+  /** Small outputs inline, large ones in a blob (exactly one of output/output_blob when finished). */
+  output: z.unknown().optional(),
+  output_blob: z.string().optional(),
+  error: z
+    .object({ code: z.string(), message: z.string(), stack: z.string().optional(), evidence: z.record(z.string(), z.unknown()).optional() })
+    .nullable(),
+  usage: z
+    .object({
+      duration_ms: z.number(),
+      init_ms: z.number(),
+      cpu_ms: z.number(),
+      cpu_throttled_ms: z.number(),
+      peak_memory_mb: z.number(),
+    })
+    .nullable(),
+  limits: z.object({ timeout_ms: z.number().int(), max_memory_mb: z.number().int(), max_cpu_percent: z.number().int() }),
+  overridden: z.boolean(),
+  parity: z.object({ status: z.enum(['full', 'degraded']), reasons: z.array(z.string()) }),
+  warm: z.boolean().nullable(),
+  /** Small logs and timelines inline, large ones in blobs (at most one of each pair is set). */
+  logs: z.string().optional(),
+  logs_blob: z.string().nullable(),
+  logs_truncated: z.boolean(),
+  timeline: z.array(z.object({ t_ms: z.number(), memory_mb: z.number(), cpu_percent: z.number(), throttled: z.boolean() })).optional(),
+  timeline_blob: z.string().nullable(),
+  idempotency_key: z.string().nullable(),
+  created_at: isoTime,
+  started_at: isoTime.nullable(),
+  finished_at: isoTime.nullable(),
+});
+
 export const DbData = z.object({
   schema_version: z.literal(SCHEMA_VERSION),
   tenants: z.array(TenantRecord),
@@ -123,6 +164,7 @@ export const DbData = z.object({
   secrets: z.array(SecretRecord),
   store: z.array(StoreRecord),
   integrations: z.array(IntegrationRecord),
+  invocations: z.array(InvocationRecord),
 });
 
 export type CapsRecord = z.infer<typeof CapsRecord>;
@@ -135,6 +177,7 @@ export type DeploymentRecord = z.infer<typeof DeploymentRecord>;
 export type SecretRecord = z.infer<typeof SecretRecord>;
 export type StoreRecord = z.infer<typeof StoreRecord>;
 export type IntegrationRecord = z.infer<typeof IntegrationRecord>;
+export type InvocationRecord = z.infer<typeof InvocationRecord>;
 export type DbData = z.infer<typeof DbData>;
 
 export const emptyDb = (): DbData => ({
@@ -148,4 +191,5 @@ export const emptyDb = (): DbData => ({
   secrets: [],
   store: [],
   integrations: [],
+  invocations: [],
 });

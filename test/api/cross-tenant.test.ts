@@ -25,6 +25,7 @@ const A = {
   storeKey: 'alpha/key',
   storeValue: { owner: 'alpha', n: 1 },
   integration: 'alpha-int',
+  invocation: '',
 };
 const B_OWN_SNIPPET = 'bravo-own';
 
@@ -35,13 +36,14 @@ const NEVER = {
   secret: 'ZZZZZ_SECRET',
   storeKey: 'zzzzz/key',
   integration: 'zzzzz-int',
+  invocation: 'inv_' + 'Z'.repeat(20),
 };
 
 interface Row {
   name: string;
   method: string;
   /** B's request for A's resource, and the same request for a never-existing one. */
-  path: (ids: { snippet: string; env: string; secret: string; storeKey: string; integration: string }) => string;
+  path: (ids: { snippet: string; env: string; secret: string; storeKey: string; integration: string; invocation: string }) => string;
   body?: unknown;
   /** Whether the path is known before A creates anything (everything but snippet ids). */
   knownBefore: boolean;
@@ -75,6 +77,13 @@ const rows: Row[] = [
   { name: 'DELETE store key', method: 'DELETE', path: (i) => `/v1/store/${enc(i.storeKey)}`, knownBefore: true },
   { name: 'GET integration', method: 'GET', path: (i) => `/v1/integrations/${i.integration}`, knownBefore: true },
   { name: 'DELETE integration', method: 'DELETE', path: (i) => `/v1/integrations/${i.integration}`, knownBefore: true },
+  { name: 'POST invoke by name', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}`, body: {}, knownBefore: true },
+  { name: 'POST invoke by id', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}`, body: {}, knownBefore: false, byId: true },
+  { name: 'POST invoke pinned version', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}?version=1`, body: {}, knownBefore: true },
+  { name: 'POST invoke (A snippet, A env)', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}?env=${i.env}`, body: {}, knownBefore: true },
+  { name: 'GET invocation', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}`, knownBefore: false },
+  { name: 'GET invocation logs', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}/logs`, knownBefore: false },
+  { name: 'POST cancel invocation', method: 'POST', path: (i) => `/v1/invocations/${i.invocation}/cancel`, knownBefore: false },
 ];
 
 const aIds = () => ({ ...A, snippet: A.snippet });
@@ -128,6 +137,12 @@ beforeAll(async () => {
     const r = await a(m, p, b);
     expect(r.status, `${m} ${p}: ${r.text}`).toBeLessThan(300);
   }
+  // An invocation of A's, for the invocation routes.
+  const inv = await a('POST', `/v1/invoke/${A.snippet}`, { hello: 'alpha' });
+  expect(inv.status, inv.text).toBe(200);
+  A.invocation = inv.headers.get('x-invocation-id')!;
+  expect(A.invocation).toMatch(/^inv_/);
+  expect(A.invocation).toHaveLength(NEVER.invocation.length);
   // A never-existing snippet id of the same shape as A's.
   neverSnippetId = 'snp_' + 'Z'.repeat(aSnippetId.length - 4);
   expect(neverSnippetId).toHaveLength(aSnippetId.length);
@@ -273,7 +288,9 @@ it('the table covers every tenant route that takes an id or a name', () => {
       .replace(/\/environments\/[^/]+$/, (m) => (p.startsWith('/v1/snippets/') ? '/environments/{env}' : '/environments/{name}'))
       .replace(/\/versions\/\d+$/, '/versions/{version}')
       .replace(/^\/v1\/(secrets|integrations)\/[^/]+$/, '/v1/$1/{name}')
-      .replace(/^\/v1\/store\/[^/]+$/, '/v1/store/{key}');
+      .replace(/^\/v1\/store\/[^/]+$/, '/v1/store/{key}')
+      .replace(/^\/v1\/invoke\/[^/?]+(\?.*)?$/, '/v1/invoke/{snippet}')
+      .replace(/^\/v1\/invocations\/[^/]+/, '/v1/invocations/{id}');
   const covered = new Set(rows.map((r) => `${r.method} ${template(r.path(aIds()))}`));
   // upserts by name are covered by the "names are per tenant" test: B's PUT creates B's own
   for (const u of ['PUT /v1/secrets/{name}', 'PUT /v1/store/{key}', 'PUT /v1/integrations/{name}']) covered.add(u);

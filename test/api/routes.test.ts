@@ -869,6 +869,69 @@ describe('races', () => {
   });
 });
 
+describe('invoke and invocations (the HTTP surface; limits and sandboxes are in test/executor)', () => {
+  it('sync invoke answers the return value with the run named in headers; the record, list and logs follow', async () => {
+    await createSnippet('inv-bun');
+    await createVersion('inv-bun', { code: 'export default async function handler(input) { console.log("hello log"); return { got: input }; }\n' });
+    const r = await core.call('POST', '/v1/invoke/inv-bun', { a: 1 });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toEqual({ got: { a: 1 } });
+    const id = r.headers.get('x-invocation-id')!;
+    expect(id).toMatch(/^inv_/);
+    expect(r.headers.get('x-snippet-version')).toBe('1');
+    expect(r.headers.get('x-snippet-env')).toBe('none');
+
+    const rec = await core.call('GET', `/v1/invocations/${id}`);
+    expect(rec.status).toBe(200);
+    expect(rec.json).toMatchObject({ id, snippet: 'inv-bun', version: 1, mode: 'sync', status: 'succeeded', outcome: 'success', output: { got: { a: 1 } } });
+    expect(rec.json.usage.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(rec.json.created_at).toMatch(ISO);
+
+    const list = await core.call('GET', '/v1/invocations?snippet=inv-bun&status=succeeded');
+    expect(list.status).toBe(200);
+    expect(list.json.data.map((i: { id: string }) => i.id)).toContain(id);
+
+    const logs = await core.call('GET', `/v1/invocations/${id}/logs`);
+    expect(logs.status).toBe(200);
+    expect(logs.json).toMatchObject({ invocation_id: id, truncated: false });
+    expect(logs.json.logs).toContain('hello log');
+
+    const emu = await core.call('GET', `/_emu/invocations/${id}`, undefined, { key: core.admin });
+    expect(emu.status).toBe(200);
+    expect(emu.json).toMatchObject({ id, warm: false });
+    expect(Array.isArray(emu.json.timeline)).toBe(true);
+  });
+
+  it('a running invocation can be cancelled: 202, and the sync caller gets 409 cancelled', async () => {
+    await createSnippet('inv-slow', 'python');
+    await createVersion('inv-slow', { code: 'import time\ndef handler(input):\n    time.sleep(5)\n    return {}\n', max_cpu_percent: 100 });
+    const pending = core.call('POST', '/v1/invoke/inv-slow', {});
+    let id: string | undefined;
+    for (let i = 0; i < 100 && !id; i++) {
+      await sleep(50);
+      id = (await core.call('GET', '/v1/invocations?status=running')).json.data[0]?.id;
+    }
+    expect(id).toBeTruthy();
+    const c = await core.call('POST', `/v1/invocations/${id}/cancel`);
+    expect(c.status, c.text).toBe(202);
+    const r = await pending;
+    expectProblem(r, 409, 'cancelled');
+    expect(r.json.invocation_id).toBe(id);
+    expectProblem(await core.call('POST', `/v1/invocations/${id}/cancel`), 409, 'conflict');
+  });
+
+  it('the runtime manifest and the executor facts are on the operator surface', async () => {
+    const rt = await core.call('GET', '/_emu/runtime', undefined, { key: core.admin });
+    expect(rt.status).toBe(200);
+    expect(rt.json.manifest.bun.version).toBeTruthy();
+    const ex = await core.call('GET', '/_emu/executor', undefined, { key: core.admin });
+    expect(ex.status).toBe(200);
+    expect(ex.json).toHaveProperty('backend');
+    expect(ex.json).toHaveProperty('parity.status');
+    expect(ex.json).toHaveProperty('pool.idle');
+  });
+});
+
 describe('coverage', () => {
   // Runs last: every declared route was driven to a success by the tests above, as /metrics counted.
   it('every declared route answered a 2xx in this file', async () => {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { startEmulator, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 
+export const PROJECT_ROOT = join(__dirname, '..', '..');
+
 export interface TestCore {
   emu: RunningEmulator;
   url: string;
@@ -58,7 +60,13 @@ export async function request(url: string, method: string, path: string, body?: 
 export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean } = {}): Promise<TestCore> {
   const dataDir = opts.dataDir ?? (await tempDir());
   const logs: string[] = [];
-  const emu = await startEmulator({ dataDir, port: 0, logger: jsonLogger((l) => logs.push(l), { level: 'debug' }), storeSweepMs: 50 });
+  const emu = await startEmulator({
+    dataDir,
+    port: 0,
+    logger: jsonLogger((l) => logs.push(l), { level: 'debug' }),
+    storeSweepMs: 50,
+    projectRoot: PROJECT_ROOT,
+  });
   const key = emu.localApiKey!;
   return {
     emu,

@@ -1,5 +1,5 @@
 // The Bun runner, for real: spawned as the executor spawns it, driven through RunnerChannel.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Duplex } from 'node:stream';
 import { fakeStore, findBun, run, skipNote, startRunner, BUN_RUNNER, type StartedRunner } from './helpers';
 
@@ -249,8 +249,10 @@ describe.skipIf(!bun)('bun runner', () => {
     fd3.write('{"t":"invoke","id":7}\n');
     fd3.write('{"t":"nonsense"}\n');
     expect((await run(r, { case: 'hello' })).outcome).toEqual({ kind: 'result', output: { hello: 'world' } });
-    expect(r.stderr()).toMatch(/ignored a line that is not JSON/);
-    expect(r.stderr()).toMatch(/malformed invoke/);
+    // stderr is its own pipe: its note may land after the result frame on fd 3.
+    await vi.waitFor(() => expect(r.stderr()).toMatch(/ignored a line that is not JSON/), { timeout: 2000 });
+    // stderr is its own pipe: its note may land after the result frame on fd 3.
+    await vi.waitFor(() => expect(r.stderr()).toMatch(/malformed invoke/), { timeout: 2000 });
   });
 
   it('refuses a second concurrent invocation on the channel', async () => {

@@ -1,0 +1,355 @@
+import type { Readable } from 'node:stream';
+import { LogBuffer } from './log-buffer';
+import type { Sandbox, SandboxHost } from './sandbox-host';
+import type { UsageSample } from './limits/types';
+import { MemoryWatchdog } from './limits/watchdog';
+import type {
+  ExecutionResult, Executor, ExecutorEvents, ExecutorInfo, ExecutorJob, Outcome, RetireFilter, TimelinePoint,
+} from './types';
+
+export interface ExecutorOptions {
+  host: SandboxHost;
+  /** Idle sandboxes older than this are destroyed. */
+  idleTtlMs?: number;
+  /** Host-wide budget of idle sandboxes (least recently used go first). */
+  maxIdle?: number;
+  /** Budget for runtime start + bundle load, uncapped CPU (Lambda's init phase). */
+  initTimeoutMs?: number;
+  /** Cgroup sampling period for the timeline and the memory watchdog. */
+  sampleMs?: number;
+  pidsMax?: number;
+  tmpSizeMb?: number;
+  now?: () => number;
+  onError?: (msg: string, err: unknown) => void;
+}
+
+interface PoolEntry {
+  sandbox: Sandbox;
+  key: string;
+  tenantId: string;
+  snippetId: string;
+  version: number;
+  lastUsed: number;
+}
+
+type Verdict =
+  | { kind: 'timeout' }
+  | { kind: 'oom'; evidence: Record<string, unknown> }
+  | { kind: 'cancelled' }
+  | { kind: 'exited'; code: number | null; signal: string | null };
+
+const MB = 1024 * 1024;
+
+/**
+ * The executor: a pool of warm sandboxes per (tenant, snippet, version, memory limit), one invocation
+ * per sandbox at a time, and the run itself with its deadline, memory watchdog and cgroup sampling.
+ */
+export class PooledExecutor implements Executor {
+  private readonly idle: PoolEntry[] = [];
+  private readonly busy = new Set<Sandbox>();
+  private created = 0;
+  private reused = 0;
+  private closed = false;
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly now: () => number;
+  readonly info: ExecutorInfo;
+
+  constructor(private readonly opts: ExecutorOptions) {
+    this.now = opts.now ?? (() => performance.now());
+    const h = opts.host.info;
+    this.info = {
+      backend: h.backend,
+      sandbox: h.sandbox,
+      transport: h.transport,
+      parity: { status: h.degraded.length ? 'degraded' : 'full', reasons: [...h.degraded] },
+    };
+    this.sweeper = setInterval(() => void this.evictIdle(), Math.min(this.idleTtl, 5_000));
+    this.sweeper.unref();
+  }
+
+  private get idleTtl() {
+    return this.opts.idleTtlMs ?? 5 * 60_000;
+  }
+
+  stats() {
+    return { idle: this.idle.length, busy: this.busy.size, created: this.created, reused: this.reused };
+  }
+
+  private keyOf(job: ExecutorJob) {
+    return `${job.tenantId}:${job.snippetId}:${job.version}:${job.bundle.sha256}:${job.limits.max_memory_mb}`;
+  }
+
+  private async acquire(job: ExecutorJob): Promise<{ sandbox: Sandbox; warm: boolean }> {
+    const key = this.keyOf(job);
+    const i = this.idle.findIndex((e) => e.key === key);
+    if (i >= 0) {
+      const [entry] = this.idle.splice(i, 1);
+      this.reused++;
+      return { sandbox: entry!.sandbox, warm: true };
+    }
+    const { host } = this.opts;
+    if (!(await host.hasBundle(job.bundle.sha256))) {
+      await host.materialize(job.bundle.sha256, job.bundle.entrypoint, await job.bundle.load());
+    }
+    const sandbox = await host.create({
+      id: `${job.invocationId}`,
+      runtime: job.runtime,
+      bundleSha: job.bundle.sha256,
+      entrypoint: job.bundle.entrypoint,
+      memoryMb: job.limits.max_memory_mb,
+      pidsMax: this.opts.pidsMax ?? 256,
+      tmpSizeMb: this.opts.tmpSizeMb ?? 64,
+    });
+    this.created++;
+    return { sandbox, warm: false };
+  }
+
+  private release(job: ExecutorJob, sandbox: Sandbox) {
+    if (this.closed) return void sandbox.destroy();
+    this.idle.push({
+      sandbox,
+      key: this.keyOf(job),
+      tenantId: job.tenantId,
+      snippetId: job.snippetId,
+      version: job.version,
+      lastUsed: this.now(),
+    });
+    const max = this.opts.maxIdle ?? 16;
+    while (this.idle.length > max) {
+      this.idle.sort((a, b) => a.lastUsed - b.lastUsed);
+      const evicted = this.idle.shift()!;
+      void evicted.sandbox.destroy();
+    }
+  }
+
+  private async evictIdle() {
+    const cutoff = this.now() - this.idleTtl;
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      if (this.idle[i]!.lastUsed < cutoff) {
+        const [e] = this.idle.splice(i, 1);
+        await e!.sandbox.destroy().catch(() => {});
+      }
+    }
+  }
+
+  async retire(filter: RetireFilter): Promise<number> {
+    const match = (e: PoolEntry) =>
+      (filter.tenantId === undefined || e.tenantId === filter.tenantId) &&
+      (filter.snippetId === undefined || e.snippetId === filter.snippetId) &&
+      (filter.keepVersions === undefined || !filter.keepVersions.includes(e.version));
+    const gone = this.idle.filter(match);
+    for (const e of gone) this.idle.splice(this.idle.indexOf(e), 1);
+    await Promise.all(gone.map((e) => e.sandbox.destroy().catch(() => {})));
+    return gone.length;
+  }
+
+  async run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult> {
+    const logs = new LogBuffer();
+    const started = this.now();
+    const base = { logs: '', logs_truncated: false, parity: this.info.parity, timeline: [] as TimelinePoint[] };
+    const failed = (message: string, warm = false): ExecutionResult => ({
+      ...base,
+      outcome: 'failed',
+      error: { code: 'failed', message },
+      usage: { duration_ms: Math.round(this.now() - started), init_ms: 0, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 0 },
+      warm,
+    });
+    if (this.closed) return failed('the executor is shutting down');
+    if (signal?.aborted) return { ...failed('cancelled before it started'), outcome: 'cancelled', error: { code: 'cancelled', message: 'cancelled before it started' } };
+
+    let sandbox: Sandbox;
+    let warm: boolean;
+    try {
+      ({ sandbox, warm } = await this.acquire(job));
+    } catch (err) {
+      this.opts.onError?.('sandbox start failed', err);
+      return failed(`the sandbox could not be started: ${(err as Error).message}`);
+    }
+    this.busy.add(sandbox);
+    const initMs = warm ? 0 : Math.round(sandbox.initMs);
+    try {
+      if (sandbox.ready.t === 'init_error') {
+        await sandbox.destroy();
+        return {
+          ...base,
+          outcome: 'handler_error',
+          error: { code: 'handler_error', message: sandbox.ready.message, stack: sandbox.ready.stack },
+          usage: { duration_ms: 0, init_ms: initMs, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 0 },
+          warm,
+        };
+      }
+      return await this.execute(job, events, sandbox, warm, initMs, logs, signal);
+    } finally {
+      this.busy.delete(sandbox);
+    }
+  }
+
+  private async execute(
+    job: ExecutorJob,
+    events: ExecutorEvents,
+    sandbox: Sandbox,
+    warm: boolean,
+    initMs: number,
+    logs: LogBuffer,
+    signal?: AbortSignal,
+  ): Promise<ExecutionResult> {
+    const { limits } = job;
+    const limitBytes = limits.max_memory_mb * MB;
+    const first = await sandbox.sample();
+    await sandbox.setCpuPercent(limits.max_cpu_percent);
+    const t0 = this.now();
+    const timeline: TimelinePoint[] = [];
+    let peak = first.memory_bytes;
+    let prev: UsageSample = first;
+
+    let settle!: (v: Verdict) => void;
+    const verdict = new Promise<Verdict>((r) => (settle = r));
+    let decided: Verdict | null = null;
+    const decide = (v: Verdict) => {
+      if (decided) return;
+      decided = v;
+      settle(v);
+      if (v.kind !== 'exited') void sandbox.killAll();
+    };
+
+    const onRaw = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      logs.append(text);
+      events.onLog?.(stream, text);
+    };
+    const rawOut = onRaw('stdout');
+    const rawErr = onRaw('stderr');
+    const attach = (s: Readable | null, fn: (c: Buffer) => void) => s?.on('data', fn);
+    attach(sandbox.stdout, rawOut);
+    attach(sandbox.stderr, rawErr);
+
+    const deadline = setTimeout(() => decide({ kind: 'timeout' }), limits.timeout_ms);
+    const onAbort = () => decide({ kind: 'cancelled' });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    void sandbox.exited.then((e) => decide({ kind: 'exited', ...e }));
+
+    // One poll feeds the timeline and the memory watchdog (the kernel's own OOM kill, or the group
+    // pinned at its limit: under a tight CPU quota the kernel can take far longer to get there).
+    const watchdog = new MemoryWatchdog({
+      sample: () => sandbox.sample(),
+      limitBytes,
+      baseline: first,
+      intervalMs: this.opts.sampleMs ?? 50,
+      onSample: (s) => {
+        peak = Math.max(peak, s.memory_bytes, s.memory_peak_bytes ?? 0);
+        const dt = s.at_ms - prev.at_ms;
+        timeline.push({
+          t_ms: Math.round(s.at_ms - t0),
+          memory_mb: round1(s.memory_bytes / MB),
+          cpu_percent: dt > 0 ? round1(((s.cpu_usage_ns - prev.cpu_usage_ns) / 1e6 / dt) * 100) : 0,
+          throttled: s.cpu_throttled_ns > prev.cpu_throttled_ns,
+        });
+        prev = s;
+      },
+      onOom: (e) =>
+        decide({
+          kind: 'oom',
+          evidence: {
+            memory_mb: round1(e.usage / MB),
+            limit_mb: limits.max_memory_mb,
+            limit_hits: e.limit_hits - first.limit_hits,
+            kernel_oom_kills: e.oom_kills - first.oom_kills,
+            detected_by: e.reason === 'kernel_oom_kill' ? 'kernel oom_kill counter' : 'memory pinned at the limit',
+            after_ms: Math.round(e.after_ms),
+          },
+        }),
+    });
+    watchdog.start();
+
+    let reply: Awaited<ReturnType<Sandbox['channel']['invoke']>> | null = null;
+    try {
+      reply = await Promise.race([
+        sandbox.channel.invoke(job.invocationId, job.input, job.env, {
+          onChunk: (d) => events.onChunk?.(d),
+          onLog: (stream, data) => {
+            logs.append(data);
+            events.onLog?.(stream, data);
+          },
+          onCall: (op, args) => events.onCall(op, args),
+        }),
+        verdict.then(() => null),
+      ]);
+    } catch (err) {
+      // The channel broke (the runner died mid-frame): the verdict, if any, explains it.
+      await Promise.race([verdict, sleep(200)]);
+      if (!decided) decide({ kind: 'exited', code: null, signal: `channel error: ${(err as Error).message}` });
+    } finally {
+      clearTimeout(deadline);
+      watchdog.stop();
+      signal?.removeEventListener('abort', onAbort);
+    }
+    const duration = this.now() - t0;
+    const end = await sandbox.sample().catch(() => prev);
+    peak = Math.max(peak, end.memory_bytes, end.memory_peak_bytes ?? 0);
+    sandbox.stdout?.off('data', rawOut);
+    sandbox.stderr?.off('data', rawErr);
+
+    let outcome: Outcome;
+    let error: ExecutionResult['error'];
+    let output: unknown;
+    const v = decided as Verdict | null;
+    if (reply && !v) {
+      if (reply.kind === 'result') {
+        outcome = 'success';
+        output = reply.output;
+      } else {
+        outcome = 'handler_error';
+        error = { code: 'handler_error', message: reply.message, stack: reply.stack };
+      }
+    } else if (v?.kind === 'timeout') {
+      outcome = 'timeout';
+      error = { code: 'timeout', message: `the run exceeded timeout_ms (${limits.timeout_ms} ms) and was killed` };
+    } else if (v?.kind === 'oom' || end.oom_kills > first.oom_kills) {
+      outcome = 'oom_killed';
+      const evidence = v?.kind === 'oom' ? v.evidence : { kernel_oom_kills: end.oom_kills - first.oom_kills, limit_mb: limits.max_memory_mb, detected_by: 'kernel oom_kill counter' };
+      error = { code: 'oom_killed', message: `the run exceeded max_memory_mb (${limits.max_memory_mb} MB) and was killed`, evidence };
+    } else if (v?.kind === 'cancelled') {
+      outcome = 'cancelled';
+      error = { code: 'cancelled', message: 'the invocation was cancelled' };
+    } else {
+      const e = v?.kind === 'exited' ? v : { code: null, signal: null };
+      outcome = 'handler_error';
+      error = {
+        code: 'handler_error',
+        message: `the snippet's process exited during the run (${e.signal ? `signal ${e.signal}` : `exit code ${e.code}`})`,
+      };
+    }
+    if (outcome === 'success' || (outcome === 'handler_error' && !v)) this.release(job, sandbox);
+    else await sandbox.destroy().catch(() => {});
+
+    return {
+      outcome,
+      ...(outcome === 'success' ? { output } : {}),
+      ...(error ? { error } : {}),
+      usage: {
+        duration_ms: Math.round(duration),
+        init_ms: initMs,
+        cpu_ms: Math.round((end.cpu_usage_ns - first.cpu_usage_ns) / 1e6),
+        cpu_throttled_ms: Math.round((end.cpu_throttled_ns - first.cpu_throttled_ns) / 1e6),
+        peak_memory_mb: round1(peak / MB),
+      },
+      timeline,
+      logs: logs.text(),
+      logs_truncated: logs.truncated,
+      parity: this.info.parity,
+      warm,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.sweeper);
+    const all = [...this.idle.map((e) => e.sandbox), ...this.busy];
+    this.idle.length = 0;
+    await Promise.all(all.map((s) => s.destroy().catch(() => {})));
+    await this.opts.host.close();
+  }
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

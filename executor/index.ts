@@ -1,0 +1,135 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { PooledExecutor } from './executor';
+import { LocalSandboxHost, type LocalRuntimePaths } from './local-host';
+import { detectLimitBackend } from './limits/detect';
+import { bwrapAvailable } from './sandbox/bwrap';
+import { readRuntimeInfo, type RuntimeInfo } from './runtime-info';
+import { createCodeChecker, type CodeProblem } from './validate';
+import { spawnAgent } from './remote';
+import type { SandboxHost } from './sandbox-host';
+import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
+
+export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
+export type { CodeProblem } from './validate';
+
+type Log = { log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void };
+
+export interface LocalHostBuild {
+  host: LocalSandboxHost;
+  runtime: RuntimeInfo;
+  limitReason: string;
+  runtimes: LocalRuntimePaths;
+}
+
+/**
+ * The sandbox host of this machine: detected limit backend, bubblewrap if it works, installed
+ * runtimes. Used by the executor on Linux, and by the agent inside a Lima VM.
+ */
+export async function createLocalHost(opts: { projectRoot: string; workDir: string; transport?: string }): Promise<LocalHostBuild> {
+  const runtime = await readRuntimeInfo(opts.projectRoot);
+  const runtimesDir = join(opts.projectRoot, 'executor', 'runtimes');
+  const detected = await detectLimitBackend();
+  const probe = await bwrapAvailable(runtime.bwrap?.bin ?? 'bwrap');
+  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)) ?? null;
+  const runtimes: LocalRuntimePaths = {
+    bun: { bin: runtime.bun.bin, nodeModules: runtime.bun.nodeModules },
+    python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
+    runtimesDir,
+  };
+  const host = new LocalSandboxHost({
+    backend: detected.backend,
+    runtimes,
+    workDir: opts.workDir,
+    bwrap: probe.ok ? { bin: probe.bwrap, features: probe.features } : null,
+    bwrapMissingReason: probe.reason,
+    setpriv,
+    transport: opts.transport,
+  });
+  return { host, runtime, limitReason: detected.reason, runtimes };
+}
+
+export interface CreateExecutorOptions {
+  /** Project root (holds `.runtimes/` and `executor/runtimes/`); null when unknown. */
+  projectRoot: string | null;
+  /** Scratch space for materialised bundles. */
+  workDir: string;
+  logger?: Log;
+  /**
+   * Run sandboxes behind an agent instead of on this host: the argv that starts it (for Lima:
+   * `limaAgentArgv(…)`; in tests a plain shell command). Null: local sandboxes.
+   */
+  agentArgv?: string[] | null;
+}
+
+export interface BuiltExecutor {
+  executor: Executor;
+  validateCode: ((input: { runtime: 'bun' | 'python'; entrypoint: string; files: Record<string, string> }) => Promise<CodeProblem[]>) | null;
+  runtime: () => Promise<unknown>;
+}
+
+/**
+ * The executor of this emulator. Where the runtimes are missing, every run fails with a clear reason
+ * (and parity says so) instead of pretending.
+ */
+export async function createExecutor(opts: CreateExecutorOptions): Promise<BuiltExecutor> {
+  const root = opts.projectRoot;
+  if (!root || !existsSync(join(root, 'executor', 'runtimes'))) {
+    return unavailable('the project root is unknown: the runners and runtimes cannot be found', opts.logger);
+  }
+  let host: SandboxHost;
+  let runtime: RuntimeInfo;
+  let limitReason: string;
+  let runtimes: LocalRuntimePaths;
+  try {
+    ({ host, runtime, limitReason, runtimes } = await createLocalHost({ projectRoot: root, workDir: opts.workDir }));
+    if (opts.agentArgv) {
+      host = (await spawnAgent(opts.agentArgv, `agent: ${opts.agentArgv[0]}`)).host;
+      limitReason = `${limitReason} (sandboxes run behind the agent)`;
+    }
+  } catch (err) {
+    return unavailable((err as Error).message, opts.logger);
+  }
+  const executor = new PooledExecutor({
+    host,
+    onError: (msg, err) => opts.logger?.log('error', msg, { error: err instanceof Error ? err.message : String(err) }),
+  });
+  opts.logger?.log('info', 'executor ready', { backend: host.info.backend, sandbox: host.info.sandbox, transport: host.info.transport, degraded: host.info.degraded });
+  return {
+    executor,
+    validateCode: createCodeChecker({ bunBin: runtimes.bun?.bin ?? null, pythonBin: runtimes.python?.bin ?? null, runtimesDir: runtimes.runtimesDir }),
+    runtime: async () => ({ ...runtime, limit_backend: limitReason, sandbox: host.info }),
+  };
+}
+
+function unavailable(reason: string, logger?: Log): BuiltExecutor {
+  logger?.log('warn', 'executor unavailable', { reason });
+  return { executor: new UnavailableExecutor(reason), validateCode: null, runtime: async () => ({ error: reason }) };
+}
+
+/** Stands in when no runtime can run here: every invocation is `failed` with the reason. */
+export class UnavailableExecutor implements Executor {
+  readonly info: ExecutorInfo;
+  constructor(private readonly reason: string) {
+    this.info = { backend: 'none', sandbox: 'none', transport: 'none', parity: { status: 'degraded', reasons: [reason] } };
+  }
+  async run(_job: ExecutorJob): Promise<ExecutionResult> {
+    return {
+      outcome: 'failed',
+      error: { code: 'failed', message: `snippets cannot run here: ${this.reason}` },
+      usage: { duration_ms: 0, init_ms: 0, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 0 },
+      timeline: [],
+      logs: '',
+      logs_truncated: false,
+      parity: this.info.parity,
+      warm: false,
+    };
+  }
+  async retire() {
+    return 0;
+  }
+  stats() {
+    return { idle: 0, busy: 0, created: 0, reused: 0 };
+  }
+  async close() {}
+}

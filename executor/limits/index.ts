@@ -1,0 +1,10 @@
+export type { GroupLimits, LimitBackend, LimitBackendName, LimitGroup, UsageSample } from './types';
+export type { CgroupFs, ExecFn, ExecResult, KillFn } from './cgroupfs';
+export { detectLimitBackend } from './detect';
+export type { DetectOptions, DetectResult } from './detect';
+export { CgroupV1Backend } from './cgroup-v1';
+export { CgroupV2Backend } from './cgroup-v2';
+export { SystemdScopeBackend } from './systemd-scope';
+export { NoLimitBackend, NO_BACKEND } from './none';
+export { MemoryWatchdog } from './watchdog';
+export type { OomEvidence, OomReason, MemoryWatchdogOptions } from './watchdog';

@@ -1,0 +1,62 @@
+/**
+ * Limit backends: how a sandbox's memory, CPU and process count are enforced on this host, and how
+ * its usage is read back. Chosen once at start (`detectLimitBackend`), reported by doctor.
+ */
+export type LimitBackendName = 'cgroup-v2' | 'cgroup-v1' | 'systemd-scope' | 'none';
+
+export interface GroupLimits {
+  /** Memory limit from the sandbox's start (swap 0). */
+  memoryMb: number;
+  /** Process/thread cap (fork bombs stop here). */
+  pidsMax: number;
+}
+
+export interface UsageSample {
+  /** Monotonic ms when sampled. */
+  at_ms: number;
+  memory_bytes: number;
+  /** Peak memory since the group was created, when the kernel tracks it (else the max of samples). */
+  memory_peak_bytes: number | null;
+  /** Total CPU time of the group, ns. */
+  cpu_usage_ns: number;
+  /** Time the group was throttled by its CPU quota, ns (0 when unknown). */
+  cpu_throttled_ns: number;
+  /** Number of kernel OOM kills in the group so far. */
+  oom_kills: number;
+  /** Times usage hit the memory limit (v1 failcnt, v2 memory.events max). */
+  limit_hits: number;
+  /**
+   * Anonymous (unreclaimable without swap) memory, when the backend can tell (v1 memory.stat total_rss,
+   * v2 memory.stat anon). `memory_bytes` includes page cache, which the kernel reclaims at the limit; the
+   * MemoryWatchdog uses this to tell "really out of memory" from "cache being reclaimed". Additive.
+   */
+  memory_anon_bytes?: number;
+}
+
+export interface LimitGroup {
+  readonly id: string;
+  /** Argv that enters this group before exec'ing `argv` (the runner is in the group before it runs any code). */
+  wrap(argv: string[]): string[];
+  /** CPU quota in percent of one CPU; null lifts it (the init phase runs uncapped). */
+  setCpuPercent(percent: number | null): Promise<void>;
+  sample(): Promise<UsageSample>;
+  /** SIGKILL every process in the group (and wait until none is left, bounded). */
+  killAll(): Promise<void>;
+  /** Kill what is left and remove the group. Idempotent. */
+  destroy(): Promise<void>;
+  /**
+   * Tell the group about a process the executor spawned with `wrap()` (its pid is also its process group
+   * when spawned `detached`). Needed by the `none` backend, whose killAll can only reach process groups it
+   * was told about; cgroup backends ignore it. Additive: call as `group.track?.(pid)`.
+   */
+  track?(pid: number): void;
+}
+
+export interface LimitBackend {
+  readonly name: LimitBackendName;
+  /** Null when the backend enforces all three limits; otherwise why parity is degraded. */
+  readonly degraded: string | null;
+  /** Facts worth showing in doctor that do not degrade parity (e.g. "swap is not accounted"). Additive. */
+  readonly notes?: readonly string[];
+  create(id: string, limits: GroupLimits): Promise<LimitGroup>;
+}

@@ -1,0 +1,285 @@
+import { Duplex, type Readable, type Writable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { z } from 'zod';
+import { FromRunner, ToRunner, type InitErrorFrame, type ReadyFrame } from './protocol';
+import { RunnerChannel } from './runner-client';
+import type { UsageSample } from './limits/types';
+import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandbox-host';
+
+/**
+ * Sandboxes behind a stream: the executor on the host talks to an agent (executor/agent.ts) running
+ * where the sandboxes live — inside the Lima VM on macOS (`limactl shell <vm> -- …`), or any shell
+ * command. One NDJSON stream carries requests, replies, runner frames and runner output for all
+ * sandboxes; the agent runs the same LocalSandboxHost the Linux host runs.
+ */
+
+export const HostMsg = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('hello'), rid: z.number() }),
+  z.object({ op: z.literal('has'), rid: z.number(), sha: z.string() }),
+  z.object({ op: z.literal('materialize'), rid: z.number(), sha: z.string(), entrypoint: z.string(), files: z.record(z.string(), z.string()) }),
+  z.object({ op: z.literal('create'), rid: z.number(), spec: z.record(z.string(), z.unknown()) }),
+  z.object({ op: z.literal('cpu'), rid: z.number(), sid: z.string(), percent: z.number().nullable() }),
+  z.object({ op: z.literal('sample'), rid: z.number(), sid: z.string() }),
+  z.object({ op: z.literal('kill'), rid: z.number(), sid: z.string() }),
+  z.object({ op: z.literal('destroy'), rid: z.number(), sid: z.string() }),
+  z.object({ op: z.literal('frame'), sid: z.string(), frame: ToRunner }),
+]);
+export type HostMsg = z.infer<typeof HostMsg>;
+
+export const AgentMsg = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('ok'), rid: z.number(), value: z.unknown().optional() }),
+  z.object({ op: z.literal('fail'), rid: z.number(), message: z.string() }),
+  z.object({ op: z.literal('frame'), sid: z.string(), frame: FromRunner }),
+  z.object({ op: z.literal('output'), sid: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string() }),
+  z.object({ op: z.literal('exit'), sid: z.string(), code: z.number().nullable(), signal: z.string().nullable() }),
+]);
+export type AgentMsg = z.infer<typeof AgentMsg>;
+
+const send = (out: Writable, msg: unknown) => out.write(JSON.stringify(msg) + '\n');
+
+// ---- agent side ---------------------------------------------------------------------------------------
+
+/** Serves a SandboxHost over a stream (the agent's stdin/stdout). Resolves when the input ends. */
+export async function serveAgent(host: SandboxHost, input: Readable, output: Writable): Promise<void> {
+  const sandboxes = new Map<string, Sandbox>();
+  const rl = createInterface({ input, crlfDelay: Infinity });
+  const reply = (rid: number, work: () => Promise<unknown>) => {
+    work().then(
+      (value) => send(output, { op: 'ok', rid, value }),
+      (err: unknown) => send(output, { op: 'fail', rid, message: err instanceof Error ? err.message : String(err) }),
+    );
+  };
+  const get = (sid: string) => {
+    const s = sandboxes.get(sid);
+    if (!s) throw new Error(`no sandbox ${sid}`);
+    return s;
+  };
+  for await (const line of rl) {
+    if (!line.trim()) continue;
+    let msg: HostMsg;
+    try {
+      msg = HostMsg.parse(JSON.parse(line));
+    } catch {
+      continue; // a malformed request cannot be answered (no rid): the host times out on it
+    }
+    switch (msg.op) {
+      case 'hello':
+        reply(msg.rid, async () => host.info);
+        break;
+      case 'has':
+        reply(msg.rid, () => host.hasBundle(msg.sha));
+        break;
+      case 'materialize':
+        reply(msg.rid, () => host.materialize(msg.sha, msg.entrypoint, msg.files));
+        break;
+      case 'create':
+        reply(msg.rid, async () => {
+          const sandbox = await host.create(msg.spec as unknown as SandboxSpec);
+          sandboxes.set(sandbox.id, sandbox);
+          sandbox.channel.forwardTo((frame) => send(output, { op: 'frame', sid: sandbox.id, frame }));
+          for (const stream of ['stdout', 'stderr'] as const) {
+            sandbox[stream]?.on('data', (c: Buffer) => send(output, { op: 'output', sid: sandbox.id, stream, data: c.toString('utf8') }));
+          }
+          void sandbox.exited.then((e) => {
+            sandboxes.delete(sandbox.id);
+            send(output, { op: 'exit', sid: sandbox.id, ...e });
+          });
+          return { id: sandbox.id, ready: sandbox.ready, initMs: sandbox.initMs };
+        });
+        break;
+      case 'cpu':
+        reply(msg.rid, () => get(msg.sid).setCpuPercent(msg.percent));
+        break;
+      case 'sample':
+        reply(msg.rid, () => get(msg.sid).sample());
+        break;
+      case 'kill':
+        reply(msg.rid, () => get(msg.sid).killAll());
+        break;
+      case 'destroy':
+        reply(msg.rid, async () => {
+          const s = sandboxes.get(msg.sid);
+          sandboxes.delete(msg.sid);
+          await s?.destroy();
+        });
+        break;
+      case 'frame':
+        try {
+          get(msg.sid).channel.send(msg.frame);
+        } catch {
+          /* the sandbox is gone; its exit message tells the host */
+        }
+        break;
+    }
+  }
+  await Promise.all([...sandboxes.values()].map((s) => s.destroy().catch(() => {})));
+  await host.close();
+}
+
+// ---- host side -----------------------------------------------------------------------------------------
+
+interface RemoteSandboxState {
+  toHost: Duplex;
+  stdout: Duplex;
+  stderr: Duplex;
+  exit: (e: { code: number | null; signal: string | null }) => void;
+}
+
+/** A SandboxHost whose sandboxes live behind an agent at the other end of `input`/`output`. */
+export class RemoteSandboxHost implements SandboxHost {
+  private rid = 0;
+  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  private readonly sandboxes = new Map<string, RemoteSandboxState>();
+  private closedError: Error | null = null;
+  info: SandboxHostInfo;
+
+  private constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly onClose: () => Promise<void>,
+    transport: string,
+  ) {
+    this.info = { backend: 'unknown', sandbox: 'none', transport, degraded: [] };
+    const rl = createInterface({ input, crlfDelay: Infinity });
+    rl.on('line', (line) => this.onLine(line));
+    rl.on('close', () => this.fail(new Error(`the ${transport} agent went away`)));
+  }
+
+  /** Connects to an agent and learns what its host can enforce. */
+  static async connect(input: Readable, output: Writable, opts: { transport: string; onClose?: () => Promise<void> }): Promise<RemoteSandboxHost> {
+    const host = new RemoteSandboxHost(input, output, opts.onClose ?? (async () => {}), opts.transport);
+    const remote = (await host.request({ op: 'hello' })) as SandboxHostInfo;
+    host.info = { ...remote, transport: opts.transport };
+    return host;
+  }
+
+  private request(msg: Record<string, unknown>, timeoutMs = 120_000): Promise<unknown> {
+    if (this.closedError) return Promise.reject(this.closedError);
+    const rid = ++this.rid;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(rid);
+        reject(new Error(`the agent did not answer ${String(msg.op)} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.pending.set(rid, {
+        resolve: (v) => (clearTimeout(timer), resolve(v)),
+        reject: (e) => (clearTimeout(timer), reject(e)),
+      });
+      send(this.output, { ...msg, rid });
+    });
+  }
+
+  private onLine(line: string) {
+    let msg: AgentMsg;
+    try {
+      msg = AgentMsg.parse(JSON.parse(line));
+    } catch {
+      return;
+    }
+    if (msg.op === 'ok' || msg.op === 'fail') {
+      const p = this.pending.get(msg.rid);
+      this.pending.delete(msg.rid);
+      if (msg.op === 'ok') p?.resolve(msg.value);
+      else p?.reject(new Error(msg.message));
+      return;
+    }
+    const s = this.sandboxes.get(msg.sid);
+    if (!s) return;
+    if (msg.op === 'frame') s.toHost.push(JSON.stringify(msg.frame) + '\n');
+    else if (msg.op === 'output') s[msg.stream].push(Buffer.from(msg.data, 'utf8'));
+    else {
+      this.sandboxes.delete(msg.sid);
+      s.toHost.push(null);
+      s.exit({ code: msg.code, signal: msg.signal });
+    }
+  }
+
+  private fail(err: Error) {
+    this.closedError = err;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    for (const s of this.sandboxes.values()) {
+      s.toHost.push(null);
+      s.exit({ code: null, signal: 'agent-lost' });
+    }
+    this.sandboxes.clear();
+  }
+
+  async hasBundle(sha: string): Promise<boolean> {
+    return (await this.request({ op: 'has', sha })) as boolean;
+  }
+
+  async materialize(sha: string, entrypoint: string, files: Record<string, string>): Promise<void> {
+    await this.request({ op: 'materialize', sha, entrypoint, files });
+  }
+
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const sid = spec.id;
+    const output = this.output;
+    // The runner's fd 3, as seen from here: writes become `frame` requests, `frame` messages are read.
+    const toHost = new Duplex({
+      read() {},
+      write(chunk: Buffer, _enc, cb) {
+        for (const line of chunk.toString('utf8').split('\n')) {
+          if (line.trim()) send(output, { op: 'frame', sid, frame: JSON.parse(line) as unknown });
+        }
+        cb();
+      },
+    });
+    let exit!: RemoteSandboxState['exit'];
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => (exit = r));
+    const state: RemoteSandboxState = { toHost, stdout: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }), stderr: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }), exit };
+    this.sandboxes.set(sid, state);
+    let created: { id: string; ready: ReadyFrame | InitErrorFrame; initMs: number };
+    try {
+      created = (await this.request({ op: 'create', spec })) as typeof created;
+    } catch (err) {
+      this.sandboxes.delete(sid);
+      throw err;
+    }
+    // The agent's channel consumed the runner's ready frame: replay it to ours.
+    toHost.push(JSON.stringify(created.ready) + '\n');
+    const channel = new RunnerChannel(toHost);
+    await channel.waitReady(5_000);
+    return {
+      id: sid,
+      channel,
+      ready: created.ready,
+      initMs: created.initMs,
+      setCpuPercent: async (percent) => void (await this.request({ op: 'cpu', sid, percent })),
+      sample: async () => (await this.request({ op: 'sample', sid })) as UsageSample,
+      killAll: async () => void (await this.request({ op: 'kill', sid }).catch(() => {})),
+      destroy: async () => {
+        await this.request({ op: 'destroy', sid }).catch(() => {});
+        channel.close();
+      },
+      exited,
+      stdout: state.stdout,
+      stderr: state.stderr,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.output.end();
+    await this.onClose();
+  }
+}
+
+/**
+ * Runs an agent as a child process (e.g. `limactl shell svc-emu -- bun /path/agent.ts`) and connects.
+ * The agent dies with its stdin: closing the host ends every sandbox behind it.
+ */
+export async function spawnAgent(argv: string[], transport: string, env?: NodeJS.ProcessEnv): Promise<{ host: RemoteSandboxHost; child: ChildProcess }> {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env: env ?? process.env });
+  const host = await RemoteSandboxHost.connect(child.stdout!, child.stdin!, {
+    transport,
+    onClose: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        child.once('exit', () => (clearTimeout(t), resolve()));
+      }),
+  });
+  return { host, child };
+}

@@ -1,0 +1,103 @@
+import type { HostOp } from './protocol';
+
+/**
+ * The executor's public interface: what the core (server/) may use. The core never sees a process,
+ * a cgroup or a frame; it hands over a job and gets back an outcome with its evidence.
+ */
+export type Runtime = 'bun' | 'python';
+
+export interface RunLimits {
+  timeout_ms: number;
+  max_memory_mb: number;
+  max_cpu_percent: number;
+}
+
+export interface BundleRef {
+  /** Digest of the whole bundle: sandboxes and materialised bundle dirs are keyed by it. */
+  sha256: string;
+  entrypoint: string;
+  /** Loads the files (path → content) when the bundle is not materialised yet. */
+  load(): Promise<Record<string, string>>;
+}
+
+export interface ExecutorJob {
+  invocationId: string;
+  tenantId: string;
+  snippetId: string;
+  version: number;
+  runtime: Runtime;
+  bundle: BundleRef;
+  limits: RunLimits;
+  input: Record<string, unknown>;
+  /** Secrets and SVC_* facts, set in the runner's environment before the handler runs. */
+  env: Record<string, string>;
+}
+
+export interface ExecutorEvents {
+  onChunk?(data: unknown): void;
+  onLog?(stream: 'stdout' | 'stderr', data: string): void;
+  /** Host calls from the snippet's libraries (store, integrations), answered by the core. */
+  onCall(op: HostOp, args: Record<string, unknown>): Promise<unknown>;
+}
+
+export type Outcome = 'success' | 'handler_error' | 'timeout' | 'oom_killed' | 'cancelled' | 'failed';
+
+export interface Usage {
+  duration_ms: number;
+  /** Runtime start and bundle load, when this invocation started a new sandbox; 0 on a warm one. */
+  init_ms: number;
+  cpu_ms: number;
+  cpu_throttled_ms: number;
+  peak_memory_mb: number;
+}
+
+export interface TimelinePoint {
+  /** ms since the invocation started. */
+  t_ms: number;
+  memory_mb: number;
+  /** CPU used since the previous point, in percent of one CPU. */
+  cpu_percent: number;
+  throttled: boolean;
+}
+
+export interface Parity {
+  status: 'full' | 'degraded';
+  reasons: string[];
+}
+
+export interface ExecutionResult {
+  outcome: Outcome;
+  output?: unknown;
+  error?: { code: Outcome; message: string; stack?: string; evidence?: Record<string, unknown> };
+  usage: Usage;
+  timeline: TimelinePoint[];
+  /** stdout/stderr of the run, capped at 1 MiB with a truncation mark. */
+  logs: string;
+  logs_truncated: boolean;
+  parity: Parity;
+  /** Whether a warm sandbox served it. */
+  warm: boolean;
+}
+
+export interface RetireFilter {
+  tenantId?: string;
+  snippetId?: string;
+  /** Retire sandboxes of versions NOT in this set (for the snippet given). */
+  keepVersions?: number[];
+}
+
+export interface ExecutorInfo {
+  backend: string;
+  sandbox: 'bwrap' | 'none';
+  transport: string;
+  parity: Parity;
+}
+
+export interface Executor {
+  readonly info: ExecutorInfo;
+  run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult>;
+  /** Destroys idle sandboxes matching the filter (hot reload, undeploy, deleted snippet). */
+  retire(filter: RetireFilter): Promise<number>;
+  stats(): { idle: number; busy: number; created: number; reused: number };
+  close(): Promise<void>;
+}
