@@ -10,8 +10,11 @@ import { spawnAgent } from './remote';
 import type { SandboxHost } from './sandbox-host';
 import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
 
-export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
+// The public interface: what server/ (and main/, through server/) may use of the executor.
+export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo, Outcome, RunLimits } from './types';
 export type { CodeProblem } from './validate';
+export type { HostOp } from './protocol';
+export { limaAgentArgv, limaTemplate } from './lima/template';
 
 type Log = { log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void };
 

@@ -135,9 +135,10 @@ export interface RuntimeInfoPaths {
 }
 
 /** Where the lock and the manifest are for a project root. */
-export function runtimeInfoPaths(root: string): RuntimeInfoPaths {
+export function runtimeInfoPaths(root: string, runtimesDir = process.env.SVC_EMU_RUNTIMES_DIR): RuntimeInfoPaths {
   return {
-    lockPath: join(root, '.runtimes', 'runtime-lock.json'),
+    // SVC_EMU_RUNTIMES_DIR, as in scripts/setup.mjs: a VM's own runtimes beside the host's checkout.
+    lockPath: join(runtimesDir ?? join(root, '.runtimes'), 'runtime-lock.json'),
     manifestPath: join(root, 'executor', 'runtimes', 'manifest.json'),
   };
 }

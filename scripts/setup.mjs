@@ -48,7 +48,8 @@ const CHROMIUM_RETRY_MS = 6 * 60 * 60 * 1000;
 // Runtimes (DESIGN.md "Runtimes"). Sources live in executor/runtimes; what setup installs lives in .runtimes/
 // (gitignored, machine-local). executor/runtimes/manifest.json is the single source of truth; the Bun
 // package.json + lock and the Python requirements derive from it (`--relock-runtimes` regenerates them).
-const RUNTIMES_DIR = join(ROOT, '.runtimes');
+// SVC_EMU_RUNTIMES_DIR: elsewhere (a Lima VM installs its own Linux runtimes beside the host's mounted checkout).
+const RUNTIMES_DIR = process.env.SVC_EMU_RUNTIMES_DIR ? resolve(process.env.SVC_EMU_RUNTIMES_DIR) : join(ROOT, '.runtimes');
 const MANIFEST = join(ROOT, 'executor', 'runtimes', 'manifest.json');
 const RUNTIME_PACKAGE = join(ROOT, 'executor', 'runtimes', 'bun', 'runtime-package.json');
 const RUNTIME_PACKAGE_LOCK = join(ROOT, 'executor', 'runtimes', 'bun', 'runtime-package-lock.json');
@@ -71,12 +72,13 @@ const RELOCK_COMMAND = 'node scripts/setup.mjs --relock-runtimes';
 // ---------------------------------------------------------------------------------------------------
 // Steps
 
-/** @typedef {{ root: string, quiet: boolean, forTest: boolean, build: boolean, log: (line: string) => void, notice: (line: string) => void, aptUpdated?: boolean }} Ctx */
+/** @typedef {{ root: string, quiet: boolean, forTest: boolean, forVm?: boolean, build: boolean, log: (line: string) => void, notice: (line: string) => void, aptUpdated?: boolean }} Ctx */
 /** @typedef {{ name: string, title: string, applies?: (ctx: Ctx) => boolean, isDone: (ctx: Ctx) => boolean, run: (ctx: Ctx) => Promise<string | void> }} Step */
 
 /** @type {Step} */
 const installStep = {
   name: 'deps',
+  applies: (ctx) => !ctx.forVm,
   title: 'installing dependencies',
   isDone() {
     if (!existsSync(join(ROOT, 'node_modules'))) return false;
@@ -111,7 +113,7 @@ const installStep = {
 const buildStep = {
   name: 'build',
   title: 'building (electron-vite + CLI bundle)',
-  applies: (ctx) => ctx.build,
+  applies: (ctx) => ctx.build && !ctx.forVm,
   isDone() {
     if (!BUILD_OUTPUTS.every((p) => existsSync(join(ROOT, p)))) return false;
     const stamp = readJson(BUILD_STAMP);
@@ -322,7 +324,7 @@ export class SetupError extends Error {}
 
 /**
  * Runs every applicable step that is not done. Resolves to the names of the steps that ran.
- * @param {{ quiet?: boolean, forTest?: boolean, build?: boolean, relockRuntimes?: boolean }} [options]
+ * @param {{ quiet?: boolean, forTest?: boolean, forVm?: boolean, build?: boolean, relockRuntimes?: boolean }} [options]
  */
 export async function runSetup(options = {}) {
   const quiet = options.quiet ?? false;
@@ -332,6 +334,7 @@ export async function runSetup(options = {}) {
     root: ROOT,
     quiet,
     forTest: options.forTest ?? false,
+    forVm: options.forVm ?? false,
     build: options.build ?? true,
     aptUpdated: false,
     log: (line) => {
@@ -1044,7 +1047,7 @@ function lockIsStale() {
 // CLI
 
 export function parseArgs(argv) {
-  const opts = { quiet: false, forTest: false, build: true, check: false, retryHostTools: false, relockRuntimes: false, help: false };
+  const opts = { quiet: false, forTest: false, forVm: false, build: true, check: false, retryHostTools: false, relockRuntimes: false, help: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--quiet' || arg === '-q') opts.quiet = true;
@@ -1056,7 +1059,8 @@ export function parseArgs(argv) {
     else if (arg.startsWith('--for=') || arg === '--for') {
       const value = arg === '--for' ? argv[++i] : arg.slice('--for='.length);
       if (value === 'test') opts.forTest = true;
-      else if (value !== 'dev' && value !== 'start') throw new SetupError(`unknown --for value: ${value} (expected test)`);
+      else if (value === 'vm') opts.forVm = true;
+      else if (value !== 'dev' && value !== 'start') throw new SetupError(`unknown --for value: ${value} (expected test or vm)`);
     } else throw new SetupError(`unknown option: ${arg}`);
   }
   return opts;
@@ -1065,6 +1069,7 @@ export function parseArgs(argv) {
 const USAGE = `usage: node scripts/setup.mjs [--quiet] [--for=test] [--no-build] [--check] [--relock-runtimes]
   --quiet        print nothing unless something fails
   --for=test     also prepare what the tests need (chromium for the GUI tests)
+  --for=vm       only the snippet runtimes (inside the Lima VM; with SVC_EMU_RUNTIMES_DIR)
   --no-build     install only, do not build
   --check        run nothing; list the steps that would run and exit 1 if any would
   --retry-host-tools  retry host tool installs that failed recently

@@ -55,7 +55,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     let url = '';
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
-      : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger });
+      : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger, agentArgv: config.executorAgent });
     cleanup.push(() => built.executor.close());
     const services = createServices(
       deps,

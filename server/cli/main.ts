@@ -11,6 +11,7 @@ import { runDoctor, type DoctorReport } from '../doctor';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { jsonLogger } from '../logger';
+import { limaAgentArgv, limaTemplate } from '../../executor';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -34,12 +35,13 @@ const defaultIO = (): CliIO => ({
 const USAGE = `svc-emu ${EMULATOR_VERSION} — the Snippet Emulator's headless core and operator CLI
 
 Usage:
-  svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR]
+  svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR] [--executor local|lima]
   svc-emu tenant list
   svc-emu tenant create NAME
   svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
   svc-emu key create --tenant NAME
   svc-emu doctor
+  svc-emu lima template          (macOS: the VM snippets run in; \`limactl create --name svc-emu -\`)
 
 Every command takes --data-dir DIR (default ./.svc-emu) and --json.
 Operator commands go through the running emulator when one owns the data dir, else edit its files.
@@ -55,6 +57,7 @@ const OPTIONS = {
   host: { type: 'string' },
   'allow-host': { type: 'string', multiple: true },
   workspace: { type: 'string' },
+  executor: { type: 'string' },
   tenant: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-memory-mb': { type: 'string' },
@@ -87,6 +90,13 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       case 'serve':
         expectArgs(positionals, 1);
         return await serve(values, dataDir, io);
+      case 'lima': {
+        if (sub !== 'template' || rest.length) throw new UsageError('usage: svc-emu lima template');
+        const root = projectRoot();
+        if (!root) throw new UsageError('cannot find the project checkout (executor/runtimes)');
+        io.stdout(limaTemplate({ projectRoot: root }));
+        return 0;
+      }
       case 'doctor': {
         expectArgs(positionals, 1);
         const report = await runDoctor({ electronPathFile: electronPathFile() });
@@ -209,15 +219,19 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
     io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.\n`);
   }
+  const root = projectRoot();
+  const executor = values.executor ?? (process.platform === 'darwin' && onPath('limactl') ? 'lima' : 'local');
+  if (executor !== 'local' && executor !== 'lima') throw new UsageError(`--executor: local or lima, not '${executor}'`);
   const emu = await startEmulator({
     logger: jsonLogger(io.stderr),
+    executorAgent: executor === 'lima' && root ? limaAgentArgv({ projectRoot: root }) : null,
     dataDir,
     port,
     host,
     workspace: values.workspace ? resolve(io.cwd, values.workspace) : null,
     allowedHosts: values['allow-host'] ?? [],
     rendererDir: rendererDir(),
-    projectRoot: projectRoot(),
+    projectRoot: root,
     electronPathFile: electronPathFile(),
   });
   const gui = `${emu.url}/?token=${emu.adminToken}`;
@@ -259,6 +273,10 @@ function projectRoot(): string | null {
     dir = dirname(dir);
   }
   return null;
+}
+
+function onPath(cmd: string): boolean {
+  return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(join(dir, cmd)));
 }
 
 function electronPathFile(): string | undefined {

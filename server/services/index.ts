@@ -6,7 +6,7 @@ import { StoreService } from './store';
 import { IntegrationService } from './integrations';
 import { InvocationService } from './invocations';
 import { InvokeService } from './invoke';
-import type { Executor } from '../../executor/types';
+import type { Executor } from '../../executor';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {

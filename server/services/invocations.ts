@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import type { DbData, InvocationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
-import type { ExecutionResult } from '../../executor/types';
+import type { ExecutionResult } from '../../executor';
 
 /** Outputs, logs and timelines up to this size live in db.json; larger ones in blob files. */
 const INLINE_MAX_BYTES = 8 * 1024;

@@ -1,8 +1,7 @@
 import { ApiError, notFound } from '../errors';
 import type { SnippetRecord, TenantRecord, VersionRecord, InvocationRecord } from '../storage/schema';
 import type { CoreDeps } from '../core-deps';
-import type { Executor, ExecutionResult, RunLimits } from '../../executor/types';
-import type { HostOp } from '../../executor/protocol';
+import type { Executor, ExecutionResult, HostOp, RunLimits } from '../../executor';
 import type { SnippetService } from './snippets';
 import type { SecretService } from './secrets';
 import type { StoreService } from './store';

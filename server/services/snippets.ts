@@ -4,7 +4,7 @@ import type { DbData, SnippetRecord, TenantRecord, VersionRecord } from '../stor
 import { type CoreDeps, nowIso } from '../core-deps';
 import { BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, type CreateVersion } from '../api/schemas';
 import { paginate, type PageRequest } from './pagination';
-import type { CodeProblem } from '../../executor/validate';
+import type { CodeProblem } from '../../executor';
 
 export const DEFAULT_VERSION_LIMITS = { timeout_ms: 60_000, max_memory_mb: 200, max_cpu_percent: 10 } as const;
 const LIMIT_FIELDS = ['timeout_ms', 'max_memory_mb', 'max_cpu_percent'] as const;

@@ -4,7 +4,7 @@ import { ApiError, badRequest } from '../../errors';
 import { secretEquals } from '../../ids';
 import { ok, problems } from '../common';
 import { PageQuery, page } from '../schemas';
-import type { Outcome } from '../../../executor/types';
+import type { Outcome } from '../../../executor';
 import type { InvocationView } from '../../services/invocations';
 
 /** Sync outcome → HTTP status (API.md). */

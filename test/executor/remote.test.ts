@@ -1,0 +1,112 @@
+/**
+ * The remote transport (issue 3 item 5): the executor drives sandboxes behind an agent over a byte
+ * stream, as it does inside the Lima VM on macOS. Here the agent runs through a plain shell command,
+ * so the whole remote path — agent, multiplexed protocol, bundles pushed over the stream — is tested on
+ * Linux with real runtimes and real limits; only `limactl shell` itself is not exercised.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startEmulator, type RunningEmulator } from '../../server';
+import { jsonLogger } from '../../server/logger';
+import { limaAgentArgv, limaTemplate } from '../../executor';
+import { PROJECT_ROOT, request, tempDir } from '../helpers/core';
+
+const lock = join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json');
+const installed = existsSync(lock);
+if (!installed) console.warn('SKIPPING remote transport tests: runtimes not installed (run npm run build)');
+
+describe.skipIf(!installed)('the executor behind an agent over a shell transport', () => {
+  let emu: RunningEmulator;
+  let call: (m: string, p: string, b?: unknown, h?: Record<string, string>) => ReturnType<typeof request>;
+  beforeAll(async () => {
+    const bun = JSON.parse(readFileSync(lock, 'utf8')).bun.bin as string;
+    const work = await tempDir('svc-emu-agent-');
+    emu = await startEmulator({
+      dataDir: await tempDir(),
+      port: 0,
+      projectRoot: PROJECT_ROOT,
+      logger: jsonLogger(() => {}),
+      executorAgent: ['/bin/sh', '-c', 'exec "$0" "$@"', bun, join(PROJECT_ROOT, 'executor', 'agent.ts'), '--root', PROJECT_ROOT, '--work', work],
+    });
+    call = (m, p, b, h) => request(emu.url, m, p, b, { defaultKey: emu.localApiKey!, headers: h });
+  }, 60_000);
+  afterAll(async () => {
+    await emu?.stop();
+  });
+
+  it('runs behind the agent, and says so', async () => {
+    const r = await call('GET', '/_emu/executor', undefined, { authorization: `Bearer ${emu.adminToken}` });
+    expect(r.status).toBe(200);
+    expect(r.json.transport).toMatch(/^agent: /);
+  });
+
+  it.each([
+    ['bun', 'export default async function handler(input) { return { hello: input.name, runtime: "bun", secret: process.env.REMOTE_SECRET ?? null } }\n'],
+    ['python', 'import os\ndef handler(input):\n    return {"hello": input["name"], "runtime": "python", "secret": os.environ.get("REMOTE_SECRET")}\n'],
+  ])('%s: hello, an edited secret reaching the warm sandbox, and a handler error with its stack', async (runtime, code) => {
+    const name = `remote-${runtime}`;
+    expect((await call('POST', '/v1/snippets', { name, runtime })).status).toBe(201);
+    expect((await call('POST', `/v1/snippets/${name}/versions`, { code, max_cpu_percent: 100 })).status).toBe(201);
+    expect((await call('PUT', '/v1/secrets/REMOTE_SECRET', { value: 'one' })).status).toBeLessThan(300);
+    const first = await call('POST', `/v1/invoke/${name}`, { name: 'a' });
+    expect(first.status, first.text).toBe(200);
+    expect(first.json).toEqual({ hello: 'a', runtime, secret: 'one' });
+    expect((await call('PUT', '/v1/secrets/REMOTE_SECRET', { value: 'two' })).status).toBe(200);
+    const second = await call('POST', `/v1/invoke/${name}`, { name: 'b' });
+    expect(second.json).toEqual({ hello: 'b', runtime, secret: 'two' });
+    const rec = await call('GET', `/_emu/invocations/${second.headers.get('x-invocation-id')}`, undefined, { authorization: `Bearer ${emu.adminToken}` });
+    expect(rec.json.warm).toBe(true);
+
+    const broken = runtime === 'bun' ? 'export default async function handler() {\n  throw new Error("remote boom");\n}\n' : 'def handler(input):\n    raise ValueError("remote boom")\n';
+    expect((await call('POST', `/v1/snippets/${name}/versions`, { code: broken })).status).toBe(201);
+    const err = await call('POST', `/v1/invoke/${name}`, {});
+    expect(err.status).toBe(500);
+    expect(err.json.code).toBe('handler_error');
+    expect(err.json.detail).toContain('remote boom');
+    expect(err.json.stack).toMatch(runtime === 'bun' ? /index\.ts:2/ : /main\.py", line 2/);
+  });
+
+  it('a timeout and an OOM kill behind the agent are classified as on the host', async () => {
+    expect((await call('POST', '/v1/snippets', { name: 'remote-limits', runtime: 'python' })).status).toBe(201);
+    expect((await call('POST', '/v1/snippets/remote-limits/versions', { code: 'def handler(input):\n    if input.get("oom"):\n        b = bytearray(400 * 1024 * 1024)\n    while True:\n        pass\n', timeout_ms: 1000, max_memory_mb: 64 })).status).toBe(201);
+    const t0 = performance.now();
+    const timeout = await call('POST', '/v1/invoke/remote-limits', {});
+    const took = performance.now() - t0;
+    expect(timeout.status).toBe(504);
+    expect(timeout.json.code).toBe('timeout');
+    expect(took).toBeGreaterThanOrEqual(1000);
+    expect(took).toBeLessThan(2500);
+    const oom = await call('POST', '/v1/invoke/remote-limits', { oom: true });
+    expect(oom.status).toBe(500);
+    expect(oom.json.code).toBe('oom_killed');
+  });
+
+  it('the store reached from a snippet behind the agent is the tenant store', async () => {
+    expect((await call('POST', '/v1/snippets', { name: 'remote-store', runtime: 'bun' })).status).toBe(201);
+    const code = 'import { store } from "@svc/store";\nexport default async function handler() {\n  const n = ((await store.get("remote-n")) ?? 0) + 1;\n  await store.set("remote-n", n);\n  return { n };\n}\n';
+    expect((await call('POST', '/v1/snippets/remote-store/versions', { code })).status).toBe(201);
+    expect((await call('POST', '/v1/invoke/remote-store', {})).json).toEqual({ n: 1 });
+    expect((await call('POST', '/v1/invoke/remote-store', {})).json).toEqual({ n: 2 });
+    expect((await call('GET', '/v1/store/remote-n')).json.value).toBe(2);
+  });
+});
+
+describe('the Lima template and transport (generated, not run: no macOS here)', () => {
+  it('provisions the pinned runtimes with the project setup and mounts the checkout read-only', () => {
+    const manifest = JSON.parse(readFileSync(join(PROJECT_ROOT, 'executor', 'runtimes', 'manifest.json'), 'utf8'));
+    const yaml = limaTemplate({ projectRoot: '/Users/dev/snippet-emulator', manifest });
+    expect(yaml).toContain(`Bun ${manifest.bun.version}`);
+    expect(yaml).toMatch(/mountPoint: "\/Users\/dev\/snippet-emulator"\n\s+writable: false/);
+    expect(yaml).toContain('SVC_EMU_RUNTIMES_DIR=/var/lib/svc-emu/runtimes node "/Users/dev/snippet-emulator/scripts/setup.mjs" --for=vm');
+    expect(yaml).toContain('bubblewrap');
+    expect(yaml).toContain('python3.11');
+  });
+
+  it('starts the same agent inside the VM over limactl shell', () => {
+    const argv = limaAgentArgv({ projectRoot: '/Users/dev/snippet-emulator' });
+    expect(argv.slice(0, 4)).toEqual(['limactl', 'shell', 'svc-emu', '--']);
+    expect(argv).toContain('/Users/dev/snippet-emulator/executor/agent.ts');
+    expect(argv[argv.indexOf('--root') + 1]).toBe('/Users/dev/snippet-emulator');
+  });
+});
