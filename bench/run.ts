@@ -5,10 +5,12 @@ import { join } from 'node:path';
 import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { controlPlane } from './control-plane';
+import { executorBench } from './executor';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
   control_plane: controlPlane,
+  executor: (o) => executorBench({ iterations: Math.min(o.iterations, 1000) }),
 };
 
 async function main() {

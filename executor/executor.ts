@@ -47,6 +47,8 @@ const MB = 1024 * 1024;
 export class PooledExecutor implements Executor {
   private readonly idle: PoolEntry[] = [];
   private readonly busy = new Set<Sandbox>();
+  /** The CPU quota each sandbox has now (set after init; re-set only when a run asks for another). */
+  private readonly cpuQuota = new WeakMap<Sandbox, number>();
   private created = 0;
   private reused = 0;
   private closed = false;
@@ -196,7 +198,10 @@ export class PooledExecutor implements Executor {
     const { limits } = job;
     const limitBytes = limits.max_memory_mb * MB;
     const first = await sandbox.sample();
-    await sandbox.setCpuPercent(limits.max_cpu_percent);
+    if (this.cpuQuota.get(sandbox) !== limits.max_cpu_percent) {
+      await sandbox.setCpuPercent(limits.max_cpu_percent);
+      this.cpuQuota.set(sandbox, limits.max_cpu_percent);
+    }
     const t0 = this.now();
     const timeline: TimelinePoint[] = [];
     let peak = first.memory_bytes;

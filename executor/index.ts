@@ -52,6 +52,40 @@ export async function createLocalHost(opts: { projectRoot: string; workDir: stri
   return { host, runtime, limitReason: detected.reason, runtimes };
 }
 
+/** What this host can enforce, for `svc-emu doctor`: limit backend, parity sandbox, runtimes vs the manifest, Lima. */
+export async function probeHost(opts: { projectRoot: string | null }) {
+  const limits = await detectLimitBackend();
+  const sandbox = await bwrapAvailable();
+  let runtime: Record<string, unknown>;
+  try {
+    if (!opts.projectRoot) throw new Error('the project checkout is unknown');
+    const info = await readRuntimeInfo(opts.projectRoot);
+    runtime = {
+      bun: info.bun.version,
+      python: info.python.version,
+      packages: { ...info.installed.bun.packages, ...info.installed.python.packages },
+      mismatches: info.mismatches,
+      stale: info.stale,
+    };
+  } catch (err) {
+    runtime = { error: (err as Error).message };
+  }
+  const limactl = process.platform === 'darwin' ? (process.env.PATH ?? '').split(':').map((d) => join(d, 'limactl')).find((p) => existsSync(p)) ?? null : null;
+  const degraded: string[] = [];
+  if (limits.backend.degraded) degraded.push(limits.backend.degraded);
+  if (!sandbox.ok) degraded.push(`no parity sandbox: ${sandbox.reason}`);
+  if ('error' in runtime) degraded.push(`runtimes: ${String(runtime.error)}`);
+  else if ((runtime.mismatches as unknown[]).length) degraded.push('installed runtime versions differ from the production manifest');
+  if (process.platform === 'darwin' && !limactl) degraded.push('macOS without Lima: snippets cannot run under Linux limits (install lima, then `svc-emu lima template`)');
+  return {
+    limits: { backend: limits.backend.name, reason: limits.reason, checked: limits.checked, notes: limits.backend.notes ?? [] },
+    sandbox: { bubblewrap: sandbox.ok, bin: sandbox.bwrap, version: sandbox.version, reason: sandbox.reason },
+    runtime,
+    lima: process.platform === 'darwin' ? { limactl } : { note: 'not needed on Linux' },
+    degraded,
+  };
+}
+
 export interface CreateExecutorOptions {
   /** Project root (holds `.runtimes/` and `executor/runtimes/`); null when unknown. */
   projectRoot: string | null;

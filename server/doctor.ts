@@ -1,6 +1,7 @@
 import { readFile, access } from 'node:fs/promises';
 import { constants } from 'node:fs';
 import { join } from 'node:path';
+import { probeHost } from '../executor';
 
 /**
  * What this host can enforce. A first version (issue 2): Node, platform and the cgroup layout; the
@@ -22,6 +23,10 @@ export interface DoctorReport {
   root: boolean;
   cgroup: CgroupInfo;
   electron_binary: boolean;
+  limits: Awaited<ReturnType<typeof probeHost>>['limits'];
+  sandbox: Awaited<ReturnType<typeof probeHost>>['sandbox'];
+  runtime: Record<string, unknown>;
+  lima: Record<string, unknown>;
   parity: 'full' | 'degraded';
   notes: string[];
 }
@@ -51,7 +56,7 @@ export async function detectCgroups(): Promise<CgroupInfo> {
   return { ...base, v2_controllers: v2Controllers };
 }
 
-export async function runDoctor(opts: { electronPathFile?: string } = {}): Promise<DoctorReport> {
+export async function runDoctor(opts: { electronPathFile?: string; projectRoot?: string | null } = {}): Promise<DoctorReport> {
   const cgroup = process.platform === 'linux' ? await detectCgroups() : { mode: 'none' as const, v1_controllers: [], v2_mount: null, v2_controllers: [] };
   const electronBinary = opts.electronPathFile
     ? await access(opts.electronPathFile, constants.R_OK).then(() => true, () => false)
@@ -63,6 +68,8 @@ export async function runDoctor(opts: { electronPathFile?: string } = {}): Promi
   else if (process.platform !== 'linux') notes.push(`${process.platform}: no cgroups; only the timeout can be enforced.`);
   else if (!usableV1 && !usableV2) notes.push('No usable memory/cpu/pids cgroup controllers: only the timeout can be enforced.');
   if (!electronBinary) notes.push('Electron binary not installed yet: `npm start` fetches it where a desktop can show a window; until then the core runs headless.');
+  const host = await probeHost({ projectRoot: opts.projectRoot ?? null });
+  notes.push(...host.degraded);
   return {
     node: process.version,
     platform: process.platform,
@@ -70,7 +77,11 @@ export async function runDoctor(opts: { electronPathFile?: string } = {}): Promi
     root: typeof process.getuid === 'function' && process.getuid() === 0,
     cgroup,
     electron_binary: electronBinary,
-    parity: process.platform === 'linux' && (usableV1 || usableV2) ? 'full' : 'degraded',
+    limits: host.limits,
+    sandbox: host.sandbox,
+    runtime: host.runtime,
+    lima: host.lima,
+    parity: host.degraded.length === 0 && process.platform === 'linux' && (usableV1 || usableV2) ? 'full' : 'degraded',
     notes,
   };
 }

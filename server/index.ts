@@ -66,7 +66,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         startedAt: new Date().toISOString(),
         url: () => url,
         doctor: async () => ({
-          ...(await runDoctor({ electronPathFile: config.electronPathFile })),
+          ...(await runDoctor({ electronPathFile: config.electronPathFile, projectRoot: config.projectRoot })),
           executor: built.executor.info,
         }),
         adminToken,

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 
 /**
@@ -24,8 +25,11 @@ export function errnoOf(err: unknown): string | undefined {
 
 export const nodeCgroupFs: CgroupFs = {
   async read(path) {
+    // Synchronous on purpose: cgroup files are small kernel-generated text that never blocks on a disk.
+    // Eight async reads cost ~0.7 ms through the libuv thread pool (32 round trips); these cost ~0.05 ms,
+    // and a sample is taken twice per invocation plus every 50 ms.
     try {
-      return await fsp.readFile(path, 'utf8');
+      return readFileSync(path, 'utf8');
     } catch (err) {
       if (errnoOf(err) === 'ENOENT') return null;
       throw err;

@@ -99,7 +99,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       }
       case 'doctor': {
         expectArgs(positionals, 1);
-        const report = await runDoctor({ electronPathFile: electronPathFile() });
+        const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot() });
         out(formatDoctor(report), report);
         return 0;
       }
@@ -296,6 +296,9 @@ function formatDoctor(r: DoctorReport): string {
   return [
     `node       ${r.node} (${r.platform}/${r.arch}${r.root ? ', root' : ''})`,
     `cgroups    ${cg.mode}${cg.v1_controllers.length ? ` — v1: ${cg.v1_controllers.join(', ')}` : ''}${cg.v2_mount ? ` — v2 at ${cg.v2_mount}: ${cg.v2_controllers.join(', ') || 'no controllers'}` : ''}`,
+    `limits     ${r.limits.backend} — ${r.limits.reason}`,
+    `sandbox    ${r.sandbox.bubblewrap ? `bubblewrap ${r.sandbox.version ?? ''}`.trim() : `none (${r.sandbox.reason})`}`,
+    `runtimes   ${'error' in r.runtime ? String(r.runtime.error) : `Bun ${String(r.runtime.bun)}, Python ${String(r.runtime.python)}; ${(r.runtime.mismatches as unknown[]).length ? `${(r.runtime.mismatches as unknown[]).length} mismatch(es) with the manifest` : 'as the production manifest'}`}`,
     `electron   ${r.electron_binary ? 'binary installed' : 'binary not installed (headless only)'}`,
     `parity     ${r.parity}`,
     ...r.notes.map((n) => `  - ${n}`),

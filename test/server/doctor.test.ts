@@ -79,8 +79,19 @@ describe('parseCgroupMounts', () => {
 });
 
 describe('runDoctor on this host', () => {
+  it('without the checkout, says the runtimes cannot be found and that parity is degraded', async () => {
+    const report = await runDoctor({ projectRoot: null });
+    expect(report.runtime).toHaveProperty('error');
+    expect(report.parity).toBe('degraded');
+    expect(report.notes.some((n) => /^runtimes: /.test(n))).toBe(true);
+  });
+
   it('returns a plausible report', async () => {
-    const report = await runDoctor();
+    const report = await runDoctor({ projectRoot: join(__dirname, '..', '..') });
+    // The limit backend, the sandbox and the runtimes are reported from the host and the runtime lock.
+    expect(['cgroup-v2', 'cgroup-v1', 'systemd-scope', 'none']).toContain(report.limits.backend);
+    expect(typeof report.sandbox.bubblewrap).toBe('boolean');
+    if (!('error' in report.runtime)) expect(report.runtime.mismatches).toEqual([]);
     expect(report.node).toBe(process.version);
     expect(report.platform).toBe(process.platform);
     expect(report.arch).toBe(process.arch);
