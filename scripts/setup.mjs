@@ -314,8 +314,33 @@ const runtimeLockStep = {
   },
 };
 
+const RUNNER_PY_DIR = join(ROOT, 'executor', 'runtimes', 'python');
+const RUNNER_BYTECODE_STAMP = join(RUNTIMES_DIR, 'runner-bytecode.json');
+const runnerSourcesHash = () =>
+  createHash('sha256')
+    .update(readdirSync(RUNNER_PY_DIR).filter((f) => f.endsWith('.py')).sort().map((f) => f + readFileSync(join(RUNNER_PY_DIR, f), 'utf8')).join('\0'))
+    .digest('hex');
+
+/**
+ * The Python runner's bytecode, compiled ahead: the sandbox binds executor/runtimes read-only, so a
+ * runner could never cache it itself and would recompile on every cold start (~3 ms).
+ * @type {Step}
+ */
+const runnerBytecodeStep = {
+  name: 'runner-bytecode',
+  title: 'compiling the Python runner',
+  isDone: () => readJson(RUNNER_BYTECODE_STAMP)?.hash === runnerSourcesHash(),
+  async run(ctx) {
+    const python = readJson(RUNTIME_LOCK)?.python?.bin;
+    if (!python) throw new SetupError('no Python runtime recorded in the runtime lock: the python-runtime step did not finish');
+    await runTool(ctx, 'python -m compileall (runner)', [python, '-m', 'compileall', '-q', RUNNER_PY_DIR]);
+    writeJson(RUNNER_BYTECODE_STAMP, { hash: runnerSourcesHash() });
+    return 'compiled the Python runner';
+  },
+};
+
 /** In order. The runtime steps run for start, build and test alike (all of them run snippets). */
-export const STEPS = [installStep, bunRuntimeStep, pythonRuntimeStep, bubblewrapStep, runtimeLockStep, buildStep, chromiumStep];
+export const STEPS = [installStep, bunRuntimeStep, pythonRuntimeStep, bubblewrapStep, runtimeLockStep, runnerBytecodeStep, buildStep, chromiumStep];
 
 // ---------------------------------------------------------------------------------------------------
 // Running the steps

@@ -111,6 +111,14 @@ export class InvocationService {
     return rec;
   }
 
+  /** The tenant's invocation made with this Idempotency-Key in the last 24 h, if any. */
+  findByIdempotencyKey(tenant: TenantRecord, key: string): InvocationRecord | undefined {
+    const since = this.deps.clock().getTime() - 24 * 3600 * 1000;
+    return this.deps.repo.read((db) =>
+      db.invocations.findLast((i) => i.tenant_id === tenant.id && i.idempotency_key === key && Date.parse(i.created_at) >= since),
+    );
+  }
+
   /** Any tenant's invocation (the operator's view). */
   byId(id: string): InvocationRecord {
     const rec = this.deps.repo.read((db) => db.invocations.find((i) => i.id === id));

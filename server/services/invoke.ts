@@ -1,4 +1,4 @@
-import { ApiError, notFound } from '../errors';
+import { ApiError, conflict, notFound } from '../errors';
 import type { SnippetRecord, TenantRecord, VersionRecord, InvocationRecord } from '../storage/schema';
 import type { CoreDeps } from '../core-deps';
 import type { Executor, ExecutionResult, HostOp, RunLimits } from '../../executor';
@@ -30,8 +30,9 @@ export interface InvokeRequest {
 
 export interface InvokeResult {
   record: InvocationRecord;
-  result: ExecutionResult;
-  resolved: Resolved;
+  /** Null when an earlier invocation with the same Idempotency-Key answered instead of a new run. */
+  result: ExecutionResult | null;
+  replayed: boolean;
 }
 
 /**
@@ -100,6 +101,15 @@ export class InvokeService {
   }
 
   async invoke(req: InvokeRequest): Promise<InvokeResult> {
+    if (req.idempotencyKey) {
+      const earlier = this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey);
+      if (earlier) {
+        if (earlier.status === 'running' || earlier.status === 'queued') {
+          throw conflict(`the invocation ${earlier.id} with this Idempotency-Key is still running; ask again when it has finished`);
+        }
+        return { record: earlier, result: null, replayed: true };
+      }
+    }
     const resolved = this.resolve(req.tenant, req.snippet, req.env, req.version);
     const { snippet, version } = resolved;
     const limits: RunLimits = {
@@ -157,7 +167,7 @@ export class InvokeService {
         this.controllers.delete(record.id);
       }
       const finished = await this.invocations.finish(record.id, result);
-      return { record: finished, result, resolved };
+      return { record: finished, result, replayed: false };
     } finally {
       release();
     }

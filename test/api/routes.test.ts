@@ -920,6 +920,25 @@ describe('invoke and invocations (the HTTP surface; limits and sandboxes are in 
     expectProblem(await core.call('POST', `/v1/invocations/${id}/cancel`), 409, 'conflict');
   });
 
+  it('a repeat with the same Idempotency-Key answers the earlier invocation instead of running again', async () => {
+    await createSnippet('inv-once');
+    await createVersion('inv-once', {
+      code: 'import { store } from "@svc/store";\nexport default async function handler() { const n = ((await store.get("once")) ?? 0) + 1; await store.set("once", n); return { n }; }\n',
+    });
+    const headers = { 'idempotency-key': 'order-42' };
+    const a = await core.call('POST', '/v1/invoke/inv-once', {}, { headers });
+    const b = await core.call('POST', '/v1/invoke/inv-once', {}, { headers });
+    expect(a.status, a.text).toBe(200);
+    expect(b.status).toBe(200);
+    expect(b.json).toEqual(a.json);
+    expect(b.headers.get('x-invocation-id')).toBe(a.headers.get('x-invocation-id'));
+    expect((await core.call('GET', '/v1/store/once')).json.value).toBe(1);
+    // another key (or none) runs again
+    expect((await core.call('POST', '/v1/invoke/inv-once', {}, { headers: { 'idempotency-key': 'order-43' } })).json).toEqual({ n: 2 });
+    expect((await core.call('POST', '/v1/invoke/inv-once', {})).json).toEqual({ n: 3 });
+    expectProblem(await core.call('POST', '/v1/invoke/inv-once', {}, { headers: { 'idempotency-key': 'has space' } }), 400, 'validation_failed');
+  });
+
   it('the runtime manifest and the executor facts are on the operator surface', async () => {
     const rt = await core.call('GET', '/_emu/runtime', undefined, { key: core.admin });
     expect(rt.status).toBe(200);

@@ -89,7 +89,7 @@ export const invokeRoutes = [
   defineRoute({
     method: 'post', path: '/v1/invoke/{snippet}', auth: 'tenant', tag: 'Invoke', summary: 'Invoke a snippet',
     description:
-      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
+      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). A repeat with the same `Idempotency-Key` within 24 h answers the earlier invocation instead of running again. Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
     params: InvokeParams, query: InvokeQuery,
     body: z.record(z.string(), z.unknown()).meta({ description: 'The handler’s input (a JSON object).' }),
     bodyOptional: true,
@@ -112,7 +112,14 @@ export const invokeRoutes = [
         throw new ApiError(501, 'not_implemented', 'Not implemented', `${mode} mode is not built into this emulator yet`);
       }
       const overrides = parseLimitOverrides(ctx.get('x-emu-limits'), ctx.get('x-emu-admin'), services.facts.adminToken);
+      const idempotencyKey = ctx.get('idempotency-key') || null;
+      if (idempotencyKey !== null && !/^[\x21-\x7e]{1,255}$/.test(idempotencyKey)) {
+        throw badRequest('validation_failed', 'Idempotency-Key must be 1–255 printable ASCII characters without spaces', {
+          errors: [{ location: 'header.idempotency-key', message: 'must be 1–255 printable ASCII characters' }],
+        });
+      }
       const { record } = await services.invoke.invoke({
+        idempotencyKey,
         tenant,
         snippet: params.snippet,
         env: query.env,
