@@ -58,13 +58,15 @@ export class InvokeService {
       const snippet = this.snippets.find(db, tenant, name);
       if (!snippet) throw notFound('snippet', name);
       const versionOf = (n: number) => db.versions.find((v) => v.snippet_id === snippet.id && v.version === n);
+      if (env !== undefined && !db.environments.some((e) => e.tenant_id === tenant.id && e.name === env)) {
+        throw notFound('environment', env);
+      }
       if (version !== undefined) {
         const v = versionOf(version);
         if (!v) throw notFound('version', version);
         return { snippet, version: v, env: env ?? null };
       }
       if (env !== undefined) {
-        if (!db.environments.some((e) => e.tenant_id === tenant.id && e.name === env)) throw notFound('environment', env);
         const d = db.deployments.find((x) => x.snippet_id === snippet.id && x.env === env);
         if (!d) throw notFound('deployment', env);
         return { snippet, version: versionOf(d.version)!, env };
@@ -104,6 +106,10 @@ export class InvokeService {
     if (req.idempotencyKey) {
       const earlier = this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey);
       if (earlier) {
+        const named = this.deps.repo.read((db) => this.snippets.find(db, req.tenant, req.snippet));
+        if (!named || named.id !== earlier.snippet_id) {
+          throw new ApiError(422, 'idempotency_key_reused', 'Idempotency-Key reused', `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`);
+        }
         if (earlier.status === 'running' || earlier.status === 'queued') {
           throw conflict(`the invocation ${earlier.id} with this Idempotency-Key is still running; ask again when it has finished`);
         }

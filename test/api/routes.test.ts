@@ -937,6 +937,17 @@ describe('invoke and invocations (the HTTP surface; limits and sandboxes are in 
     expect((await core.call('POST', '/v1/invoke/inv-once', {}, { headers: { 'idempotency-key': 'order-43' } })).json).toEqual({ n: 2 });
     expect((await core.call('POST', '/v1/invoke/inv-once', {})).json).toEqual({ n: 3 });
     expectProblem(await core.call('POST', '/v1/invoke/inv-once', {}, { headers: { 'idempotency-key': 'has space' } }), 400, 'validation_failed');
+    // the key names one request: reusing it for another snippet is refused, not answered with the other's result
+    await createSnippet('inv-other');
+    await createVersion('inv-other');
+    expectProblem(await core.call('POST', '/v1/invoke/inv-other', {}, { headers }), 422, 'idempotency_key_reused');
+  });
+
+  it('a pinned version with an environment that does not exist is 404, not echoed', async () => {
+    expectProblem(await core.call('POST', '/v1/invoke/inv-once?version=1&env=nope', {}), 404, 'not_found');
+    const r = await core.call('POST', '/v1/invoke/inv-once?version=1&env=dev', {});
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-snippet-env')).toBe('dev');
   });
 
   it('the runtime manifest and the executor facts are on the operator surface', async () => {

@@ -19,7 +19,9 @@ for (const [file, code] of Object.entries(input.files)) {
     transpiler.transformSync(code);
     if (file === input.entrypoint) {
       const { exports } = transpiler.scan(code);
-      if (!exports.includes('default') && !exports.includes('handler')) {
+      // CommonJS (`module.exports = { handler }`) is accepted by the runner too; the scan sees no ESM exports.
+      const commonJs = /\bmodule\.exports\b|\bexports\.handler\b/.test(code);
+      if (!exports.includes('default') && !exports.includes('handler') && !commonJs) {
         problems.push({ file, message: 'exports no handler: add `export default async function handler(input) { … }`' });
       }
     }
