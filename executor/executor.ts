@@ -164,8 +164,12 @@ export class PooledExecutor implements Executor {
     try {
       ({ sandbox, warm } = await this.acquire(job));
     } catch (err) {
+      const e = err as Error & { code?: string; evidence?: Record<string, unknown> };
+      if (e.code === 'oom_killed') {
+        return { ...failed(e.message), outcome: 'oom_killed', error: { code: 'oom_killed', message: e.message, ...(e.evidence ? { evidence: e.evidence } : {}) } };
+      }
       this.opts.onError?.('sandbox start failed', err);
-      return failed(`the sandbox could not be started: ${(err as Error).message}`);
+      return failed(`the sandbox could not be started: ${e.message}`);
     }
     this.busy.add(sandbox);
     const initMs = warm ? 0 : Math.round(sandbox.initMs);

@@ -210,7 +210,15 @@ export class LocalSandboxHost implements SandboxHost {
         stderr: child.stderr,
       };
     } catch (err) {
+      // Out of memory while loading (a framework import is the snippet's memory too): say so.
+      const at = await group.sample().catch(() => null);
       await destroy();
+      if (at && (at.oom_kills > 0 || at.memory_bytes >= spec.memoryMb * 1024 * 1024 * 0.97)) {
+        throw Object.assign(new Error(`loading the snippet exceeded max_memory_mb (${spec.memoryMb} MB) and it was killed`), {
+          code: 'oom_killed',
+          evidence: { during: 'init', limit_mb: spec.memoryMb, kernel_oom_kills: at.oom_kills, memory_mb: Math.round(at.memory_bytes / 104857.6) / 10 },
+        });
+      }
       throw err;
     }
   }

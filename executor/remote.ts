@@ -29,7 +29,7 @@ export type HostMsg = z.infer<typeof HostMsg>;
 
 export const AgentMsg = z.discriminatedUnion('op', [
   z.object({ op: z.literal('ok'), rid: z.number(), value: z.unknown().optional() }),
-  z.object({ op: z.literal('fail'), rid: z.number(), message: z.string() }),
+  z.object({ op: z.literal('fail'), rid: z.number(), message: z.string(), code: z.string().optional(), evidence: z.record(z.string(), z.unknown()).optional() }),
   z.object({ op: z.literal('frame'), sid: z.string(), frame: FromRunner }),
   z.object({ op: z.literal('output'), sid: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.object({ op: z.literal('exit'), sid: z.string(), code: z.number().nullable(), signal: z.string().nullable() }),
@@ -47,7 +47,16 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
   const reply = (rid: number, work: () => Promise<unknown>) => {
     work().then(
       (value) => send(output, { op: 'ok', rid, value }),
-      (err: unknown) => send(output, { op: 'fail', rid, message: err instanceof Error ? err.message : String(err) }),
+      (err: unknown) => {
+        const e = err as { code?: unknown; evidence?: unknown };
+        send(output, {
+          op: 'fail',
+          rid,
+          message: err instanceof Error ? err.message : String(err),
+          ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+          ...(e?.evidence && typeof e.evidence === 'object' ? { evidence: e.evidence } : {}),
+        });
+      },
     );
   };
   const get = (sid: string) => {
@@ -181,7 +190,7 @@ export class RemoteSandboxHost implements SandboxHost {
       const p = this.pending.get(msg.rid);
       this.pending.delete(msg.rid);
       if (msg.op === 'ok') p?.resolve(msg.value);
-      else p?.reject(new Error(msg.message));
+      else p?.reject(Object.assign(new Error(msg.message), msg.code ? { code: msg.code, evidence: msg.evidence } : {}));
       return;
     }
     const s = this.sandboxes.get(msg.sid);
