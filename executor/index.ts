@@ -49,6 +49,7 @@ export async function createLocalHost(opts: { projectRoot: string; workDir: stri
     setpriv,
     transport: opts.transport,
   });
+  await host.sweep();
   return { host, runtime, limitReason: detected.reason, runtimes };
 }
 

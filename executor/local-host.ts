@@ -35,6 +35,25 @@ export interface LocalHostOptions {
 
 const APP = '/opt/svc/app';
 
+/** Limit groups are named after the core that made them (`c<pid>-…`), so a later core can tell a dead core's leftovers. */
+const groupId = (id: string) => `c${process.pid}-${id}`;
+const OWNED = /^c(\d+)-/;
+
+/** A group left by a core (or agent) that is no longer running. Groups of other names are never touched. */
+export function isStaleGroup(id: string, alive: (pid: number) => boolean = pidAlive): boolean {
+  const m = OWNED.exec(id);
+  return m !== null && Number(m[1]) !== process.pid && !alive(Number(m[1]));
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * Sandboxes on this machine: a limit group (cgroup/scope) entered before any code runs, optionally the
  * bubblewrap parity sandbox, and the runner on fd 3.
@@ -56,6 +75,16 @@ export class LocalSandboxHost implements SandboxHost {
       transport: opts.transport ?? 'local',
       degraded,
     };
+  }
+
+  /**
+   * Start-up housekeeping: limit groups of cores that died, and the bundle cache (a cache of this data
+   * dir's versions, which only this core uses: it holds the data dir's lock).
+   */
+  async sweep(): Promise<{ groups: number }> {
+    await rm(this.bundles, { recursive: true, force: true });
+    const groups = (await this.opts.backend.sweep?.((id) => isStaleGroup(id))) ?? 0;
+    return { groups };
   }
 
   async hasBundle(sha: string): Promise<boolean> {
@@ -154,7 +183,7 @@ export class LocalSandboxHost implements SandboxHost {
       cwd = hostBundle;
       childEnv = env;
     }
-    const group = await backend.create(spec.id, { memoryMb: spec.memoryMb, pidsMax: spec.pidsMax });
+    const group = await backend.create(groupId(spec.id), { memoryMb: spec.memoryMb, pidsMax: spec.pidsMax });
     const argv = group.wrap(inner);
     const started = performance.now();
     const child = spawn(argv[0]!, argv.slice(1), {

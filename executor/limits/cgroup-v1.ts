@@ -88,6 +88,23 @@ export class CgroupV1Backend implements LimitBackend {
     return new CgroupV1Backend(parents, notes, useMemsw, fs, opts.kill ?? nodeKill);
   }
 
+  async sweep(isStale: (id: string) => boolean): Promise<number> {
+    if (!this.fs.list) return 0;
+    const ids = new Set<string>();
+    for (const parent of new Set(Object.values(this.parents))) for (const name of await this.fs.list(parent)) ids.add(name);
+    let removed = 0;
+    for (const id of ids) {
+      if (!isStale(id)) continue;
+      const dirs = {} as Record<V1Hierarchy, string>;
+      for (const h of NEEDED) dirs[h] = `${this.parents[h]}/${id}`;
+      await new CgroupV1Group(id, dirs, this.fs, this.kill).destroy().then(
+        () => removed++,
+        () => {},
+      );
+    }
+    return removed;
+  }
+
   async create(id: string, limits: GroupLimits): Promise<LimitGroup> {
     validateGroupId(id);
     validateLimits(limits.memoryMb, limits.pidsMax);

@@ -110,6 +110,19 @@ export class CgroupV2Backend implements LimitBackend {
     return new CgroupV2Backend(base, cpu ? null : CPU_NOT_DELEGATED, notes, cpu, fs, opts.kill ?? nodeKill);
   }
 
+  async sweep(isStale: (id: string) => boolean): Promise<number> {
+    if (!this.fs.list) return 0;
+    let removed = 0;
+    for (const id of await this.fs.list(this.base)) {
+      if (!isStale(id)) continue;
+      await new CgroupV2Group(id, `${this.base}/${id}`, this.cpu, this.fs, this.kill).destroy().then(
+        () => removed++,
+        () => {},
+      );
+    }
+    return removed;
+  }
+
   async create(id: string, limits: GroupLimits): Promise<LimitGroup> {
     validateGroupId(id);
     validateLimits(limits.memoryMb, limits.pidsMax);

@@ -17,6 +17,8 @@ export interface CgroupFs {
   exists(path: string): Promise<boolean>;
   /** access(W_OK) */
   writable(path: string): Promise<boolean>;
+  /** Names of the subdirectories (child groups); optional: without it there is no sweep. */
+  list?(path: string): Promise<string[]>;
 }
 
 export function errnoOf(err: unknown): string | undefined {
@@ -61,6 +63,14 @@ export const nodeCgroupFs: CgroupFs = {
       await fsp.rmdir(path);
     } catch (err) {
       if (errnoOf(err) !== 'ENOENT') throw err;
+    }
+  },
+  async list(path) {
+    try {
+      return (await fsp.readdir(path, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+    } catch (err) {
+      if (errnoOf(err) === 'ENOENT') return [];
+      throw err;
     }
   },
   async exists(path) {

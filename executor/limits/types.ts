@@ -58,5 +58,10 @@ export interface LimitBackend {
   readonly degraded: string | null;
   /** Facts worth showing in doctor that do not degrade parity (e.g. "swap is not accounted"). Additive. */
   readonly notes?: readonly string[];
+  /**
+   * Removes groups left by a core that died (SIGKILL, power loss): every group whose id `isStale` says
+   * belongs to no live owner is emptied and removed. Returns how many went. Absent: nothing to sweep.
+   */
+  sweep?(isStale: (id: string) => boolean): Promise<number>;
   create(id: string, limits: GroupLimits): Promise<LimitGroup>;
 }
