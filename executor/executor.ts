@@ -46,7 +46,9 @@ const MB = 1024 * 1024;
  */
 export class PooledExecutor implements Executor {
   private readonly idle: PoolEntry[] = [];
-  private readonly busy = new Set<Sandbox>();
+  private readonly busy = new Map<Sandbox, Omit<PoolEntry, 'sandbox' | 'lastUsed'>>();
+  /** Busy sandboxes retired while they ran: destroyed instead of pooled when their run ends. */
+  private readonly retiring = new WeakSet<Sandbox>();
   /** The CPU quota each sandbox has now (set after init; re-set only when a run asks for another). */
   private readonly cpuQuota = new WeakMap<Sandbox, number>();
   private created = 0;
@@ -107,7 +109,7 @@ export class PooledExecutor implements Executor {
   }
 
   private release(job: ExecutorJob, sandbox: Sandbox) {
-    if (this.closed) return void sandbox.destroy();
+    if (this.closed || this.retiring.has(sandbox)) return void sandbox.destroy();
     this.idle.push({
       sandbox,
       key: this.keyOf(job),
@@ -141,6 +143,7 @@ export class PooledExecutor implements Executor {
       (filter.keepVersions === undefined || !filter.keepVersions.includes(e.version));
     const gone = this.idle.filter(match);
     for (const e of gone) this.idle.splice(this.idle.indexOf(e), 1);
+    for (const [sandbox, e] of this.busy) if (match({ ...e, sandbox, lastUsed: 0 })) this.retiring.add(sandbox);
     await Promise.all(gone.map((e) => e.sandbox.destroy().catch(() => {})));
     return gone.length;
   }
@@ -168,10 +171,14 @@ export class PooledExecutor implements Executor {
       if (e.code === 'oom_killed') {
         return { ...failed(e.message), outcome: 'oom_killed', error: { code: 'oom_killed', message: e.message, ...(e.evidence ? { evidence: e.evidence } : {}) } };
       }
+      if (e.code === 'init_exit' || e.code === 'init_timeout') {
+        // The tenant's module exited or never finished loading: its failure, not the service's.
+        return { ...failed(e.message), outcome: 'handler_error', error: { code: 'handler_error', message: e.message } };
+      }
       this.opts.onError?.('sandbox start failed', err);
       return failed(`the sandbox could not be started: ${e.message}`);
     }
-    this.busy.add(sandbox);
+    this.busy.set(sandbox, { key: this.keyOf(job), tenantId: job.tenantId, snippetId: job.snippetId, version: job.version });
     const initMs = warm ? 0 : Math.round(sandbox.initMs);
     try {
       if (sandbox.ready.t === 'init_error') {
@@ -235,6 +242,7 @@ export class PooledExecutor implements Executor {
     const deadline = setTimeout(() => decide({ kind: 'timeout' }), limits.timeout_ms);
     const onAbort = () => decide({ kind: 'cancelled' });
     signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort(); // cancelled while the sandbox was starting: a listener added now never fires
     void sandbox.exited.then((e) => decide({ kind: 'exited', ...e }));
 
     // One poll feeds the timeline and the memory watchdog (the kernel's own OOM kill, or the group
@@ -302,6 +310,7 @@ export class PooledExecutor implements Executor {
     let error: ExecutionResult['error'];
     let output: unknown;
     const v = decided as Verdict | null;
+    if (reply?.logsDropped) logs.addDropped(reply.logsDropped);
     if (reply && !v) {
       if (reply.kind === 'result') {
         outcome = 'success';
@@ -353,7 +362,7 @@ export class PooledExecutor implements Executor {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweeper);
-    const all = [...this.idle.map((e) => e.sandbox), ...this.busy];
+    const all = [...this.idle.map((e) => e.sandbox), ...this.busy.keys()];
     this.idle.length = 0;
     await Promise.all(all.map((s) => s.destroy().catch(() => {})));
     await this.opts.host.close();

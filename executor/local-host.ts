@@ -218,12 +218,17 @@ export class LocalSandboxHost implements SandboxHost {
     };
     child.stderr?.on('data', collect);
     try {
-      const ready = await Promise.race([
-        channel.waitReady(this.opts.initTimeoutMs ?? 60_000),
-        exited.then((e) => {
-          throw new Error(`the runner exited before it was ready (${e.signal ? `signal ${e.signal}` : `exit ${e.code}`}): ${stderrHead.trim().slice(0, 1000)}`);
-        }),
-      ]);
+      const initTimeout = this.opts.initTimeoutMs ?? 60_000;
+      const ready = await channel.waitReady(initTimeout).catch(async (err: { code?: string }) => {
+        if (err.code === 'ready_timeout') {
+          throw Object.assign(new Error(`the snippet did not finish loading within ${initTimeout / 1000} s`), { code: 'init_timeout' });
+        }
+        // The channel closed first: wait for the exit status (and the last of stderr) to say why.
+        const e = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+        const how = e ? (e.signal ? `signal ${e.signal}` : `exit code ${e.code}`) : 'no exit status';
+        const tail = stderrHead.trim().split('\n').slice(-5).join('\n').slice(0, 1000);
+        throw Object.assign(new Error(`the snippet's process exited while loading (${how})${tail ? `: ${tail}` : ''}`), { code: 'init_exit' });
+      });
       child.stderr?.off('data', collect);
       return {
         id: spec.id,

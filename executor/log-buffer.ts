@@ -23,6 +23,11 @@ export class LogBuffer {
     this.dropped += bytes - Math.max(0, room);
   }
 
+  /** Output dropped before it reached us (the runner's own cap). */
+  addDropped(bytes: number): void {
+    this.dropped += bytes;
+  }
+
   get truncated(): boolean {
     return this.dropped > 0;
   }

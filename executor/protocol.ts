@@ -79,7 +79,8 @@ export const CallFrame = z.object({
   args: z.record(z.string(), z.unknown()),
 });
 
-export const ResultFrame = z.object({ t: z.literal('result'), id: z.string(), output: z.unknown() });
+/** `logs_dropped`: bytes of stdout/stderr the runner dropped past its 1 MiB cap (absent when none). */
+export const ResultFrame = z.object({ t: z.literal('result'), id: z.string(), output: z.unknown(), logs_dropped: z.number().int().min(0).optional() });
 
 export const ErrorFrame = z.object({
   t: z.literal('error'),
@@ -88,6 +89,7 @@ export const ErrorFrame = z.object({
   code: z.literal('handler_error'),
   message: z.string(),
   stack: z.string().optional(),
+  logs_dropped: z.number().int().min(0).optional(),
 });
 
 export const FromRunner = z.discriminatedUnion('t', [

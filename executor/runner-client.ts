@@ -40,8 +40,8 @@ export class RunnerProtocolError extends Error {
 }
 
 export type InvokeOutcome =
-  | { kind: 'result'; output: unknown }
-  | { kind: 'error'; message: string; stack?: string };
+  | { kind: 'result'; output: unknown; logsDropped?: number }
+  | { kind: 'error'; message: string; stack?: string; logsDropped?: number };
 
 export interface InvokeHandlers {
   onChunk?: (data: unknown) => void;
@@ -263,11 +263,15 @@ export class RunnerChannel extends EventEmitter {
         }
         if (frame.t === 'log') active.handlers.onLog?.(frame.stream, frame.data);
         else if (frame.t === 'chunk') active.handlers.onChunk?.(frame.data);
-        else if (frame.t === 'result') active.resolve({ kind: 'result', output: frame.output === undefined ? null : frame.output });
-        else {
-          active.resolve(
-            frame.stack === undefined ? { kind: 'error', message: frame.message } : { kind: 'error', message: frame.message, stack: frame.stack },
-          );
+        else if (frame.t === 'result') {
+          active.resolve({ kind: 'result', output: frame.output === undefined ? null : frame.output, ...(frame.logs_dropped ? { logsDropped: frame.logs_dropped } : {}) });
+        } else {
+          active.resolve({
+            kind: 'error',
+            message: frame.message,
+            ...(frame.stack === undefined ? {} : { stack: frame.stack }),
+            ...(frame.logs_dropped ? { logsDropped: frame.logs_dropped } : {}),
+          });
         }
       }
     }

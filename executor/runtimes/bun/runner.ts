@@ -25,9 +25,8 @@ const FD = 3;
 const MAX_FRAME_BYTES = 8 * 1024 * 1024;
 /** A chunk or result whose JSON is longer than this is refused (the envelope fits in the rest). */
 const MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES - 64 * 1024;
-/** stdout + stderr kept per invocation; the rest is dropped after one truncation mark. */
+/** stdout + stderr kept per invocation; the rest is dropped and counted (logs_dropped on the result). */
 const LOG_CAP_BYTES = 1024 * 1024;
-const LOG_TRUNCATED = '\n[svc: log output truncated at 1 MiB]\n';
 const HOST_OPS = new Set(['store.get', 'store.set', 'store.delete', 'store.list', 'integrations.call']);
 
 const RUNNER_FILE = fileOf(import.meta.url);
@@ -75,6 +74,10 @@ function writeLine(line: string): void {
 }
 
 function sendFrame(frame: Record<string, unknown>): void {
+  // The invocation's last frame says how much of its output was dropped past the cap.
+  if ((frame.t === 'result' || frame.t === 'error') && current && current.id === frame.id && current.dropped > 0) {
+    frame = { ...frame, logs_dropped: current.dropped };
+  }
   writeLine(JSON.stringify(frame) + '\n');
 }
 
@@ -198,6 +201,8 @@ interface Invocation {
   id: string;
   logBytes: number;
   truncated: boolean;
+  /** Bytes dropped past LOG_CAP_BYTES. */
+  dropped: number;
   done: boolean;
   /** Ends the invocation from outside the handler (an uncaught error in its callbacks). */
   abort: (err: unknown) => void;
@@ -206,14 +211,19 @@ interface Invocation {
 let current: Invocation | null = null;
 
 function emitLog(inv: Invocation, stream: 'stdout' | 'stderr', data: string): void {
-  if (inv.done || inv.truncated || data.length === 0) return;
+  if (inv.done || data.length === 0) return;
   const bytes = Buffer.byteLength(data);
+  if (inv.truncated) {
+    inv.dropped += bytes;
+    return;
+  }
   if (inv.logBytes + bytes > LOG_CAP_BYTES) {
     const room = LOG_CAP_BYTES - inv.logBytes;
     const head = room > 0 ? Buffer.from(data).subarray(0, room).toString() : '';
     inv.truncated = true;
+    inv.dropped += bytes - Buffer.byteLength(head);
     inv.logBytes = LOG_CAP_BYTES;
-    sendFrame({ t: 'log', id: inv.id, stream, data: head + LOG_TRUNCATED });
+    if (head) sendFrame({ t: 'log', id: inv.id, stream, data: head });
     return;
   }
   inv.logBytes += bytes;
@@ -470,7 +480,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
   }
   const idJson = JSON.stringify(frame.id);
   let aborted!: Promise<never>;
-  const inv: Invocation = { id: frame.id, logBytes: 0, truncated: false, done: false, abort: () => {} };
+  const inv: Invocation = { id: frame.id, logBytes: 0, truncated: false, dropped: 0, done: false, abort: () => {} };
   aborted = new Promise<never>((_, reject) => {
     inv.abort = reject;
   });
@@ -503,7 +513,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
     const json = toJson(result, 'the return value');
     if (inv.done) return;
     inv.done = true;
-    writeLine(`{"t":"result","id":${idJson},"output":${json}}\n`);
+    writeLine(`{"t":"result","id":${idJson},"output":${json}${inv.dropped ? `,"logs_dropped":${inv.dropped}` : ''}}\n`);
   })();
 
   try {

@@ -25,9 +25,8 @@ FD = 3
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 # A chunk or result whose JSON is longer than this is refused (the envelope fits in the rest).
 MAX_PAYLOAD_BYTES = MAX_FRAME_BYTES - 64 * 1024
-# stdout + stderr kept per invocation; the rest is dropped after one truncation mark.
+# stdout + stderr kept per invocation; the rest is dropped and counted (logs_dropped on the result).
 LOG_CAP_BYTES = 1024 * 1024
-LOG_TRUNCATED = "\n[svc: log output truncated at 1 MiB]\n"
 # Partial lines are held back until a newline, a frame or the end of the invocation, up to this size.
 LOG_HOLD_CHARS = 8192
 HOST_OPS = frozenset(("store.get", "store.set", "store.delete", "store.list", "integrations.call"))
@@ -137,13 +136,14 @@ def _to_json(value, what):
 
 
 class _Invocation:
-    __slots__ = ("id", "id_json", "log_bytes", "truncated", "done")
+    __slots__ = ("id", "id_json", "log_bytes", "truncated", "dropped", "done")
 
     def __init__(self, inv_id):
         self.id = inv_id
         self.id_json = _dumps_loose(inv_id)
         self.log_bytes = 0
         self.truncated = False
+        self.dropped = 0
         self.done = False
 
 
@@ -151,15 +151,21 @@ _current = None
 
 
 def _emit_log(inv, stream, data):
-    if inv.done or inv.truncated or not data:
+    if inv.done or not data:
         return
     size = len(data.encode("utf-8", "surrogatepass"))
+    if inv.truncated:
+        inv.dropped += size
+        return
     if inv.log_bytes + size > LOG_CAP_BYTES:
         room = LOG_CAP_BYTES - inv.log_bytes
         head = data.encode("utf-8", "surrogatepass")[: max(room, 0)].decode("utf-8", "ignore")
         inv.truncated = True
+        inv.dropped += size - len(head.encode("utf-8", "surrogatepass"))
         inv.log_bytes = LOG_CAP_BYTES
-        data = head + LOG_TRUNCATED
+        if not head:
+            return
+        data = head
     else:
         inv.log_bytes += size
     _write_line('{"t":"log","id":%s,"stream":"%s","data":%s}\n' % (inv.id_json, stream, _dumps_loose(data)))
@@ -565,21 +571,29 @@ def _invoke(handler, frame):
         except _NotJson as e:
             _drain_logs(inv)
             inv.done = True
-            _send({"t": "error", "id": inv.id, "code": "handler_error", "message": str(e)})
+            _send(_with_dropped(inv, {"t": "error", "id": inv.id, "code": "handler_error", "message": str(e)}))
             return
         except BaseException as exc:
             message, stack = _describe(exc)
             exc = None
             _drain_logs(inv)
             inv.done = True
-            _send({"t": "error", "id": inv.id, "code": "handler_error", "message": message, "stack": stack})
+            _send(_with_dropped(inv, {"t": "error", "id": inv.id, "code": "handler_error", "message": message, "stack": stack}))
             return
         _drain_logs(inv)
         inv.done = True
-        _write_line('{"t":"result","id":%s,"output":%s}\n' % (inv.id_json, output))
+        dropped = ',"logs_dropped":%d' % inv.dropped if inv.dropped else ""
+        _write_line('{"t":"result","id":%s,"output":%s%s}\n' % (inv.id_json, output, dropped))
     finally:
         inv.done = True
         _current = None
+
+
+def _with_dropped(inv, frame):
+    # The invocation's last frame says how much of its output was dropped past the cap.
+    if inv.dropped:
+        frame["logs_dropped"] = inv.dropped
+    return frame
 
 
 def _valid_invoke(f):

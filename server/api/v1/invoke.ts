@@ -101,9 +101,10 @@ export const invokeRoutes = [
       504: ok('timeout (problem+json with invocation_id).'),
     },
     handler: async ({ services, tenant, params, query, body, ctx }) => {
+      // API.md: absent = sync; `async` or `stream`; anything else (`sync` included) → 400.
       const modeHeader = ctx.get('x-invoke-mode');
       const mode = modeHeader === '' ? 'sync' : modeHeader;
-      if (mode !== 'sync' && mode !== 'async' && mode !== 'stream') {
+      if (modeHeader === 'sync' || (mode !== 'sync' && mode !== 'async' && mode !== 'stream')) {
         throw badRequest('validation_failed', `X-Invoke-Mode must be absent, "async" or "stream", not "${modeHeader}"`, {
           errors: [{ location: 'header.x-invoke-mode', message: 'must be async or stream (absent = sync)' }],
         });
