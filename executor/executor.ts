@@ -76,7 +76,8 @@ export class PooledExecutor implements Executor {
   }
 
   stats() {
-    return { idle: this.idle.length, busy: this.busy.size, created: this.created, reused: this.reused };
+    const spares = this.opts.host.spareStats?.();
+    return { idle: this.idle.length, busy: this.busy.size, created: this.created, reused: this.reused, ...(spares ? { spares } : {}) };
   }
 
   private keyOf(job: ExecutorJob) {

@@ -29,7 +29,7 @@ export interface LocalHostBuild {
  * The sandbox host of this machine: detected limit backend, bubblewrap if it works, installed
  * runtimes. Used by the executor on Linux, and by the agent inside a Lima VM.
  */
-export async function createLocalHost(opts: { projectRoot: string; workDir: string; transport?: string }): Promise<LocalHostBuild> {
+export async function createLocalHost(opts: { projectRoot: string; workDir: string; transport?: string; spares?: number }): Promise<LocalHostBuild> {
   const runtime = await readRuntimeInfo(opts.projectRoot);
   const runtimesDir = join(opts.projectRoot, 'executor', 'runtimes');
   const detected = await detectLimitBackend();
@@ -48,8 +48,10 @@ export async function createLocalHost(opts: { projectRoot: string; workDir: stri
     bwrapMissingReason: probe.reason,
     setpriv,
     transport: opts.transport,
+    spares: opts.spares ?? 1,
   });
   await host.sweep();
+  host.refillSpares();
   return { host, runtime, limitReason: detected.reason, runtimes };
 }
 

@@ -1,12 +1,12 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { cp, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { RunnerChannel } from './runner-client';
 import { bwrapArgv, writeSandboxIdentity, type Bind, type BwrapFeatures } from './sandbox/bwrap';
-import type { LimitBackend } from './limits/types';
+import type { LimitBackend, LimitGroup } from './limits/types';
 import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandbox-host';
 
 export interface LocalRuntimePaths {
@@ -31,6 +31,33 @@ export interface LocalHostOptions {
   setpriv?: string | null;
   initTimeoutMs?: number;
   transport?: string;
+  /**
+   * Runners per runtime started ahead, in a group with a generous memory limit and no bundle; a new
+   * sandbox takes one, sets the version's memory limit, copies the bundle in and sends `load`: the
+   * runtime's start-up is paid before the request (DESIGN.md, "Cold starts"). 0 disables.
+   */
+  spares?: number;
+  pidsMax?: number;
+  tmpSizeMb?: number;
+}
+
+/** A spare's memory limit until it is claimed (then the version's own limit applies). */
+const SPARE_MEMORY_MB = 1024;
+
+interface Spawned {
+  id: string;
+  runtime: SandboxSpec['runtime'];
+  appDir: string;
+  limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number };
+  group: LimitGroup;
+  child: ChildProcess;
+  channel: RunnerChannel;
+  exited: Promise<{ code: number | null; signal: string | null }>;
+  started: number;
+  stderr: { head: string };
+  stopCollecting(): void;
+  alive(): boolean;
+  destroy(): Promise<void>;
 }
 
 const APP = '/opt/svc/app';
@@ -64,6 +91,7 @@ export class LocalSandboxHost implements SandboxHost {
 
   constructor(private readonly opts: LocalHostOptions) {
     this.bundles = join(opts.workDir, 'bundles');
+    this.spareDir = join(opts.workDir, 'spare');
     const degraded: string[] = [];
     if (opts.backend.degraded) degraded.push(opts.backend.degraded);
     if (!opts.bwrap) {
@@ -83,6 +111,10 @@ export class LocalSandboxHost implements SandboxHost {
    */
   async sweep(): Promise<{ groups: number }> {
     await rm(this.bundles, { recursive: true, force: true });
+    await rm(this.spareDir, { recursive: true, force: true });
+    // Outside the sandbox, a spare's bundle resolves shared packages through <spare>/node_modules.
+    await mkdir(this.spareDir, { recursive: true });
+    await symlink(this.opts.runtimes.bun.nodeModules, join(this.spareDir, 'node_modules')).catch(() => {});
     const groups = (await this.opts.backend.sweep?.((id) => isStaleGroup(id))) ?? 0;
     return { groups };
   }
@@ -114,13 +146,14 @@ export class LocalSandboxHost implements SandboxHost {
     }
   }
 
-  private runnerArgv(spec: SandboxSpec, bundleDir: string): string[] {
+  private runnerArgv(runtime: SandboxSpec['runtime'], bundleDir: string, entry: string | null): string[] {
     const { runtimes } = this.opts;
-    if (spec.runtime === 'bun') {
+    const entryArgs = entry === null ? [] : ['--entry', entry];
+    if (runtime === 'bun') {
       // --no-install: Bun would otherwise fetch a missing package from the registry (production cannot).
-      return [runtimes.bun.bin, '--no-install', join(runtimes.runtimesDir, 'bun', 'runner.ts'), '--bundle', bundleDir, '--entry', spec.entrypoint];
+      return [runtimes.bun.bin, '--no-install', join(runtimes.runtimesDir, 'bun', 'runner.ts'), '--bundle', bundleDir, ...entryArgs];
     }
-    return [runtimes.python.bin, '-I', '-u', join(runtimes.runtimesDir, 'python', 'svc_runner.py'), '--bundle', bundleDir, '--entry', spec.entrypoint];
+    return [runtimes.python.bin, '-I', '-u', join(runtimes.runtimesDir, 'python', 'svc_runner.py'), '--bundle', bundleDir, ...entryArgs];
   }
 
   private environment(): Record<string, string> {
@@ -142,9 +175,15 @@ export class LocalSandboxHost implements SandboxHost {
     return (this.identityBinds ??= writeSandboxIdentity(join(this.opts.workDir, 'identity')));
   }
 
-  async create(spec: SandboxSpec): Promise<Sandbox> {
+  /** A started runner in its group, not yet handed a bundle (spare) or loading one (fresh). */
+  private async spawnRunner(
+    runtime: SandboxSpec['runtime'],
+    id: string,
+    appDir: string,
+    entry: string | null,
+    limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number },
+  ): Promise<Spawned> {
     const { backend, runtimes, bwrap } = this.opts;
-    const hostBundle = join(this.bundles, spec.bundleSha);
     const env = this.environment();
     let inner: string[];
     let cwd: string;
@@ -152,12 +191,11 @@ export class LocalSandboxHost implements SandboxHost {
     if (bwrap) {
       const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
       const extra: Bind[] = [...(await this.identity())];
-      if (spec.runtime === 'bun') {
+      if (runtime === 'bun') {
         binds.push({ src: dirname(runtimes.bun.nodeModules), dest: dirname(runtimes.bun.nodeModules) });
         // Snippets resolve shared packages from /opt/svc/app upwards: /opt/svc/node_modules.
         extra.push({ src: runtimes.bun.nodeModules, dest: '/opt/svc/node_modules' });
-      }
-      if (spec.runtime === 'python') {
+      } else {
         binds.push({ src: runtimes.python.venv, dest: runtimes.python.venv });
         binds.push({ src: runtimes.python.basePrefix, dest: runtimes.python.basePrefix });
       }
@@ -166,24 +204,24 @@ export class LocalSandboxHost implements SandboxHost {
         features: bwrap.features,
         runtimeBinds: binds,
         extraRoBinds: extra,
-        bundleDir: hostBundle,
+        bundleDir: appDir,
         bundleDest: APP,
-        tmpSizeMb: spec.tmpSizeMb,
+        tmpSizeMb: limits.tmpSizeMb,
         uid: 1000,
         gid: 1000,
         env,
         chdir: APP,
       });
-      inner = [...prefix, ...this.runnerArgv(spec, APP)];
+      inner = [...prefix, ...this.runnerArgv(runtime, APP, entry)];
       cwd = '/';
       childEnv = {};
     } else {
       const pdeath = this.opts.setpriv ? [this.opts.setpriv, '--pdeathsig', 'KILL', '--'] : [];
-      inner = [...pdeath, ...this.runnerArgv(spec, hostBundle)];
-      cwd = hostBundle;
+      inner = [...pdeath, ...this.runnerArgv(runtime, appDir, entry)];
+      cwd = appDir;
       childEnv = env;
     }
-    const group = await backend.create(groupId(spec.id), { memoryMb: spec.memoryMb, pidsMax: spec.pidsMax });
+    const group = await backend.create(groupId(id), { memoryMb: limits.memoryMb, pidsMax: limits.pidsMax });
     const argv = group.wrap(inner);
     const started = performance.now();
     const child = spawn(argv[0]!, argv.slice(1), {
@@ -199,54 +237,73 @@ export class LocalSandboxHost implements SandboxHost {
     if (child.pid) group.track?.(child.pid);
     const channel = new RunnerChannel(child.stdio[3] as Duplex);
     let destroyed = false;
-    const destroy = async () => {
-      if (destroyed) return;
-      destroyed = true;
-      await group.destroy().catch(() => {});
-      if (child.exitCode === null && child.signalCode === null) {
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
-      }
-      channel.close();
-    };
-    let stderrHead = '';
+    const stderr = { head: '' };
     const collect = (c: Buffer) => {
-      if (stderrHead.length < 4000) stderrHead += c.toString('utf8');
+      if (stderr.head.length < 4000) stderr.head += c.toString('utf8');
     };
     child.stderr?.on('data', collect);
+    return {
+      id,
+      runtime,
+      appDir,
+      limits,
+      group,
+      child,
+      channel,
+      exited,
+      started,
+      stderr,
+      stopCollecting: () => child.stderr?.off('data', collect),
+      alive: () => !destroyed && child.exitCode === null && child.signalCode === null,
+      destroy: async () => {
+        if (destroyed) return;
+        destroyed = true;
+        await group.destroy().catch(() => {});
+        if (child.exitCode === null && child.signalCode === null) {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            child.kill('SIGKILL');
+          }
+        }
+        channel.close();
+        if (appDir.startsWith(this.spareDir)) await rm(appDir, { recursive: true, force: true }).catch(() => {});
+      },
+    };
+  }
+
+  /** Waits for the runner's ready (or init_error); failures say whether memory, an exit or time ran out. */
+  private async finish(r: Spawned, spec: SandboxSpec, since: number): Promise<Sandbox> {
     try {
       const initTimeout = this.opts.initTimeoutMs ?? 60_000;
-      const ready = await channel.waitReady(initTimeout).catch(async (err: { code?: string }) => {
+      const ready = await r.channel.waitReady(initTimeout).catch(async (err: { code?: string }) => {
         if (err.code === 'ready_timeout') {
           throw Object.assign(new Error(`the snippet did not finish loading within ${initTimeout / 1000} s`), { code: 'init_timeout' });
         }
         // The channel closed first: wait for the exit status (and the last of stderr) to say why.
-        const e = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+        const e = await Promise.race([r.exited, new Promise<null>((res) => setTimeout(() => res(null), 1000))]);
         const how = e ? (e.signal ? `signal ${e.signal}` : `exit code ${e.code}`) : 'no exit status';
-        const tail = stderrHead.trim().split('\n').slice(-5).join('\n').slice(0, 1000);
+        const tail = r.stderr.head.trim().split('\n').slice(-5).join('\n').slice(0, 1000);
         throw Object.assign(new Error(`the snippet's process exited while loading (${how})${tail ? `: ${tail}` : ''}`), { code: 'init_exit' });
       });
-      child.stderr?.off('data', collect);
+      r.stopCollecting();
       return {
         id: spec.id,
-        channel,
+        channel: r.channel,
         ready,
-        initMs: performance.now() - started,
-        setCpuPercent: (p) => group.setCpuPercent(p),
-        sample: () => group.sample(),
-        killAll: () => group.killAll(),
-        destroy,
-        exited,
-        stdout: child.stdout,
-        stderr: child.stderr,
+        initMs: performance.now() - since,
+        setCpuPercent: (p) => r.group.setCpuPercent(p),
+        sample: () => r.group.sample(),
+        killAll: () => r.group.killAll(),
+        destroy: r.destroy,
+        exited: r.exited,
+        stdout: r.child.stdout,
+        stderr: r.child.stderr,
       };
     } catch (err) {
       // Out of memory while loading (a framework import is the snippet's memory too): say so.
-      const at = await group.sample().catch(() => null);
-      await destroy();
+      const at = await r.group.sample().catch(() => null);
+      await r.destroy();
       if (at && (at.oom_kills > 0 || at.memory_bytes >= spec.memoryMb * 1024 * 1024 * 0.97)) {
         throw Object.assign(new Error(`loading the snippet exceeded max_memory_mb (${spec.memoryMb} MB) and it was killed`), {
           code: 'oom_killed',
@@ -257,5 +314,90 @@ export class LocalSandboxHost implements SandboxHost {
     }
   }
 
-  async close(): Promise<void> {}
+  async create(spec: SandboxSpec): Promise<Sandbox> {
+    const spare = await this.claimSpare(spec);
+    if (spare) return spare;
+    const r = await this.spawnRunner(spec.runtime, spec.id, join(this.bundles, spec.bundleSha), spec.entrypoint, spec);
+    return this.finish(r, spec, r.started);
+  }
+
+  // ---- spares: runners started ahead, each handed one bundle ------------------------------------------
+
+  private readonly spares: Record<SandboxSpec['runtime'], Spawned[]> = { bun: [], python: [] };
+  private readonly spareDir: string;
+  private spareSeq = 0;
+  private closed = false;
+
+  /** Starts the spares this host keeps (called at start and after each one is claimed). */
+  refillSpares(): void {
+    for (const runtime of ['bun', 'python'] as const) {
+      while (!this.closed && this.spares[runtime].length < (this.opts.spares ?? 0)) {
+        const id = `spare-${runtime}-${process.pid}-${++this.spareSeq}`;
+        const appDir = join(this.spareDir, id);
+        const limits = { memoryMb: SPARE_MEMORY_MB, pidsMax: this.opts.pidsMax ?? 256, tmpSizeMb: this.opts.tmpSizeMb ?? 64 };
+        const pending = mkdir(appDir, { recursive: true }).then(() => this.spawnRunner(runtime, id, appDir, null, limits));
+        const slot: Spawned[] = this.spares[runtime];
+        // Reserve the slot at once so a burst of claims does not start more than the budget.
+        const placeholder = { pending } as unknown as Spawned;
+        slot.push(placeholder);
+        pending.then(
+          (r) => {
+            const i = slot.indexOf(placeholder);
+            if (i >= 0 && !this.closed) slot[i] = r;
+            else void r.destroy();
+          },
+          () => {
+            const i = slot.indexOf(placeholder);
+            if (i >= 0) slot.splice(i, 1);
+          },
+        );
+      }
+    }
+  }
+
+  private claimed = 0;
+
+  spareStats() {
+    const ready = (rt: SandboxSpec['runtime']) => this.spares[rt].filter((r) => !('pending' in r) && r.alive()).length;
+    return { ready: { bun: ready('bun'), python: ready('python') }, claimed: this.claimed };
+  }
+
+  private async claimSpare(spec: SandboxSpec): Promise<Sandbox | null> {
+    const slot = this.spares[spec.runtime];
+    while (slot.length) {
+      let r = slot.shift()!;
+      if ('pending' in r) r = await (r as unknown as { pending: Promise<Spawned> }).pending.catch(() => null as never);
+      // Its replacement starts at once, so the next cold start finds one ready.
+      setImmediate(() => this.refillSpares());
+      if (!r || !r.alive() || r.limits.pidsMax !== spec.pidsMax || r.limits.tmpSizeMb !== spec.tmpSizeMb) {
+        await r?.destroy();
+        continue;
+      }
+      const since = performance.now();
+      try {
+        await r.group.setMemoryMb(spec.memoryMb);
+        await cp(join(this.bundles, spec.bundleSha), r.appDir, { recursive: true });
+        r.channel.send({ t: 'load', entry: spec.entrypoint });
+      } catch {
+        await r.destroy(); // e.g. its runtime already uses more than this version's limit: start fresh
+        continue;
+      }
+      this.claimed++;
+      return this.finish(r, spec, since);
+    }
+    return null;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.spares.bun, ...this.spares.python];
+    this.spares.bun = [];
+    this.spares.python = [];
+    await Promise.all(
+      all.map(async (r) => {
+        const spawned = 'pending' in r ? await (r as unknown as { pending: Promise<Spawned> }).pending.catch(() => null) : r;
+        await spawned?.destroy();
+      }),
+    );
+  }
 }

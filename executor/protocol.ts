@@ -5,7 +5,7 @@ import { z } from 'zod';
  * frames travel over a local pipe or through a remote agent (Lima). `id` names an invocation; `cid`
  * names one host call within it.
  *
- * executor → runner:  invoke, reply
+ * executor → runner:  load (spares only), invoke, reply
  * runner → executor:  ready | init_error (once, after loading the bundle), then per invocation:
  *                     log* chunk* call* … result | error
  */
@@ -43,7 +43,10 @@ export const ReplyFrame = z.object({
   error: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
-export const ToRunner = z.discriminatedUnion('t', [InvokeFrame, ReplyFrame]);
+/** To a spare runner (started without --entry): load this entry of the bundle dir, then answer ready | init_error. */
+export const LoadFrame = z.object({ t: z.literal('load'), entry: z.string().min(1) });
+
+export const ToRunner = z.discriminatedUnion('t', [InvokeFrame, ReplyFrame, LoadFrame]);
 export type ToRunner = z.infer<typeof ToRunner>;
 
 // ---- runner → executor -----------------------------------------------------------------------------

@@ -50,5 +50,7 @@ export interface SandboxHost {
   materialize(sha: string, entrypoint: string, files: Record<string, string>): Promise<void>;
   hasBundle(sha: string): Promise<boolean>;
   create(spec: SandboxSpec): Promise<Sandbox>;
+  /** Runners started ahead, ready to be claimed, and how many cold starts they served. */
+  spareStats?(): { ready: Record<Runtime, number>; claimed: number };
   close(): Promise<void>;
 }

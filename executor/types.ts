@@ -98,6 +98,6 @@ export interface Executor {
   run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult>;
   /** Destroys idle sandboxes matching the filter (hot reload, undeploy, deleted snippet). */
   retire(filter: RetireFilter): Promise<number>;
-  stats(): { idle: number; busy: number; created: number; reused: number };
+  stats(): { idle: number; busy: number; created: number; reused: number; spares?: { ready: Record<Runtime, number>; claimed: number } };
   close(): Promise<void>;
 }

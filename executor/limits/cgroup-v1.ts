@@ -1,9 +1,6 @@
 import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
-import {
-  CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, monoMs, parseIntOr, parseKeyedInts, parsePids,
-  quotaUs, rmdirRetry, validateCpuPercent, validateGroupId, validateLimits,
-} from './common';
+import { CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, monoMs, parseIntOr, parseKeyedInts, parsePids, quotaUs, rmdirRetry, validateCpuPercent, validateGroupId, validateLimits } from './common';
 import type { CgroupMount } from './mountinfo';
 import { v1MountFor } from './mountinfo';
 import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
@@ -163,6 +160,18 @@ export class CgroupV1Group implements LimitGroup {
 
   wrap(argv: string[]): string[] {
     return enterGroupsArgv(this.uniqueDirs.map((d) => `${d}/cgroup.procs`), argv);
+  }
+
+  async setMemoryMb(mb: number): Promise<void> {
+    validateLimits(mb, 1);
+    const bytes = String(mib(mb));
+    // With memsw in use it must stay ≥ the limit: lower the limit first, raise memsw last (or the reverse).
+    const current = parseIntOr(await this.fs.read(`${this.dirs.memory}/memory.limit_in_bytes`), 0);
+    const memsw = `${this.dirs.memory}/memory.memsw.limit_in_bytes`;
+    const usesMemsw = parseIntOr(await this.fs.read(memsw), -1) === current;
+    if (usesMemsw && mib(mb) > current) await this.fs.write(memsw, bytes);
+    await this.fs.write(`${this.dirs.memory}/memory.limit_in_bytes`, bytes);
+    if (usesMemsw && mib(mb) <= current) await this.fs.write(memsw, bytes);
   }
 
   async setCpuPercent(percent: number | null): Promise<void> {

@@ -1,9 +1,6 @@
 import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
-import {
-  CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, parsePids, quotaUs, rmdirRetry, sampleV2, sleep,
-  validateCpuPercent, validateGroupId, validateLimits, waitEmpty,
-} from './common';
+import { CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, parsePids, quotaUs, rmdirRetry, sampleV2, sleep, validateCpuPercent, validateGroupId, validateLimits, waitEmpty } from './common';
 import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
 
 /**
@@ -204,6 +201,11 @@ export class CgroupV2Group implements LimitGroup {
 
   wrap(argv: string[]): string[] {
     return enterGroupsArgv([`${this.dir}/cgroup.procs`], argv);
+  }
+
+  async setMemoryMb(mb: number): Promise<void> {
+    validateLimits(mb, 1);
+    await this.fs.write(`${this.dir}/memory.max`, String(mib(mb)));
   }
 
   async setCpuPercent(percent: number | null): Promise<void> {

@@ -54,6 +54,10 @@ export class NoLimitGroup implements LimitGroup {
     if (Number.isInteger(pid) && pid > 0) this.tracked.add(pid);
   }
 
+  async setMemoryMb(): Promise<void> {
+    // accepted and not enforced: the backend's `degraded` says so
+  }
+
   async setCpuPercent(percent: number | null): Promise<void> {
     validateCpuPercent(percent); // accepted and not enforced: the backend's `degraded` says so
   }

@@ -106,6 +106,12 @@ export class SystemdScopeGroup implements LimitGroup {
     return { ok: r.code === 0, stdout: r.stdout, why: (r.stderr || r.error || `exit ${r.code}`).trim() };
   }
 
+  async setMemoryMb(mb: number): Promise<void> {
+    const value = `MemoryMax=${mib(mb)}`;
+    const r = await this.systemctl(['set-property', '--runtime', this.scope, value]);
+    if (!r.ok) throw new Error(`systemctl --user set-property ${this.scope} ${value}: ${r.why}`);
+  }
+
   async setCpuPercent(percent: number | null): Promise<void> {
     validateCpuPercent(percent);
     const value = percent === null ? 'CPUQuota=' : `CPUQuota=${formatPercent(percent)}%`;

@@ -39,6 +39,11 @@ export interface LimitGroup {
   wrap(argv: string[]): string[];
   /** CPU quota in percent of one CPU; null lifts it (the init phase runs uncapped). */
   setCpuPercent(percent: number | null): Promise<void>;
+  /**
+   * Changes the memory limit of a running group (a spare sandbox, started ahead with a generous limit,
+   * takes the limit of the version it is given). Rejects when the group cannot go below its usage.
+   */
+  setMemoryMb(mb: number): Promise<void>;
   sample(): Promise<UsageSample>;
   /** SIGKILL every process in the group (and wait until none is left, bounded). */
   killAll(): Promise<void>;

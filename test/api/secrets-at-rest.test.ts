@@ -20,7 +20,8 @@ async function filesUnder(dir: string): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const p = join(dir, entry.name);
     if (entry.isDirectory()) out.push(...(await filesUnder(p)));
-    else out.push(p);
+    // Symlinks point out of the data dir (the sandboxes' link to the shared runtime node_modules): not state.
+    else if (!entry.isSymbolicLink()) out.push(p);
   }
   return out;
 }

@@ -108,9 +108,13 @@ const isRunner = (p: Proc) => {
 
 const describeProcs = (ps: Proc[]) => ps.map((p) => `${p.pid} [${p.cgroup.split('\n').find((l) => l.includes('svc-emu')) ?? '-'}] ${p.cmdline.slice(0, 300)}`).join('\n');
 
-/** A limit group is named after the invocation that created its sandbox (`<id>`, or `c<core pid>-<id>`). */
+/**
+ * A limit group is named after the core that made it (`c<core pid>-…`): after the invocation that
+ * created its sandbox, or a spare runner's id when the sandbox began as a spare.
+ */
+let corePrefix: string | null = null;
 function groupNamed(name: string, id: string): boolean {
-  return name === id || name.endsWith(`-${id}`);
+  return name === id || name.endsWith(`-${id}`) || (corePrefix !== null && name.startsWith(corePrefix));
 }
 
 /** Cgroup directories (any v1 hierarchy, or the v2 tree) named after one of the ids. */
@@ -173,6 +177,7 @@ async function busyCoreThen(signal: 'SIGKILL' | 'SIGTERM') {
     new Promise<string>((_, rej) => setTimeout(() => rej(new Error(`core process did not start in 20 s:\n${stderr}`)), 20_000)),
   ]);
   const info = JSON.parse(line) as { url: string; key: string; admin: string; pid: number; data_dir: string };
+  corePrefix = `c${info.pid}-`;
   expect(info.admin, 'the helper prints the admin token').toMatch(/\S/);
   const call = (method: string, path: string, body?: unknown, key = info.key) => request(info.url, method, path, body, { key });
 

@@ -40,13 +40,13 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 const bundleArg = argValue('--bundle');
+/** Without --entry the runner is a spare: started ahead, it loads the entry named by a `load` frame. */
 const entryArg = argValue('--entry');
-if (!bundleArg || !entryArg) {
-  process.stderr.write('usage: bun runner.ts --bundle DIR --entry FILE   (fd 3 open)\n');
+if (!bundleArg) {
+  process.stderr.write('usage: bun runner.ts --bundle DIR [--entry FILE]   (fd 3 open)\n');
   process.exit(2);
 }
 const BUNDLE_DIR = path.resolve(bundleArg);
-const ENTRY = path.resolve(BUNDLE_DIR, entryArg);
 
 // ---- frames out ------------------------------------------------------------------------------------
 
@@ -423,7 +423,8 @@ process.on('unhandledRejection', onUncaught);
 
 type Handler = (input: unknown) => unknown;
 
-async function load(): Promise<Handler | null> {
+async function load(entry: string): Promise<Handler | null> {
+  const ENTRY = path.resolve(BUNDLE_DIR, entry);
   const t0 = performance.now();
   let mod: Record<string, unknown>;
   try {
@@ -452,6 +453,11 @@ async function load(): Promise<Handler | null> {
 }
 
 // ---- serve -----------------------------------------------------------------------------------------
+
+interface LoadFrame {
+  t: 'load';
+  entry: string;
+}
 
 interface InvokeFrame {
   t: 'invoke';
@@ -549,6 +555,13 @@ function parseFrame(line: string): Record<string, unknown> | null {
     }
     return f;
   }
+  if (f.t === 'load') {
+    if (typeof f.entry !== 'string' || f.entry === '') {
+      note('ignored a malformed load frame');
+      return null;
+    }
+    return f;
+  }
   if (f.t === 'reply') {
     if (typeof f.cid !== 'string' || typeof f.ok !== 'boolean') {
       note('ignored a malformed reply frame');
@@ -568,15 +581,28 @@ async function main(): Promise<void> {
     note(`fd ${FD} is not open: ${String(err)}`);
     process.exit(2);
   }
-  const handler = await load();
+  let handler: Handler | null = null;
+  let loaded = false;
+  if (entryArg) {
+    handler = await load(entryArg);
+    loaded = true;
+  }
 
-  const queue: InvokeFrame[] = [];
+  const queue: (InvokeFrame | LoadFrame)[] = [];
   let serving = false;
   const serve = async () => {
     if (serving) return;
     serving = true;
     while (queue.length > 0) {
       const frame = queue.shift()!;
+      if (frame.t === 'load') {
+        if (loaded) note('ignored a second load frame');
+        else {
+          loaded = true;
+          handler = await load(frame.entry);
+        }
+        continue;
+      }
       try {
         if (handler) await invoke(handler, frame);
         else sendFrame({ t: 'error', id: frame.id, code: 'handler_error', message: 'the bundle failed to load (see init_error)' });
@@ -594,8 +620,8 @@ async function main(): Promise<void> {
     if (line.length === 0) return;
     const frame = parseFrame(line);
     if (!frame) return;
-    if (frame.t === 'invoke') {
-      queue.push(frame as unknown as InvokeFrame);
+    if (frame.t === 'invoke' || frame.t === 'load') {
+      queue.push(frame as unknown as InvokeFrame | LoadFrame);
       void serve();
     } else onReply(frame);
   };

@@ -620,6 +620,11 @@ def _handle_line(line, queue):
             queue.put(frame)
         else:
             _note("ignored a malformed invoke frame")
+    elif t == "load":
+        if isinstance(frame.get("entry"), str) and frame["entry"]:
+            queue.put(frame)
+        else:
+            _note("ignored a malformed load frame")
     elif t == "reply":
         if isinstance(frame.get("cid"), str) and isinstance(frame.get("ok"), bool):
             _on_reply(frame)
@@ -673,8 +678,9 @@ def _reader(queue):
 def main():
     global _bundle_prefix
     opts = _parse_args(sys.argv)
-    if "bundle" not in opts or "entry" not in opts:
-        _note("usage: svc_runner.py --bundle DIR --entry FILE   (fd 3 open)")
+    if "bundle" not in opts:
+        # Without --entry the runner is a spare: started ahead, it loads the entry named by a `load` frame.
+        _note("usage: svc_runner.py --bundle DIR [--entry FILE]   (fd 3 open)")
         sys.exit(2)
     try:
         os.fstat(FD)
@@ -693,11 +699,19 @@ def main():
     queue = SimpleQueue()
     _thread.start_new_thread(_reader, (queue,))
 
-    handler = _load(bundle_dir, opts["entry"])
+    loaded = "entry" in opts
+    handler = _load(bundle_dir, opts["entry"]) if loaded else None
     while True:
         frame = queue.get()
         if frame is None:
             break
+        if frame["t"] == "load":
+            if loaded:
+                _note("ignored a second load frame")
+            else:
+                loaded = True
+                handler = _load(bundle_dir, frame["entry"])
+            continue
         if handler is None:
             _send({"t": "error", "id": frame["id"], "code": "handler_error", "message": "the bundle failed to load (see init_error)"})
             continue
