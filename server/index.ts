@@ -14,6 +14,7 @@ import { openState } from './open-state';
 import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
 import { createExecutor } from '../executor';
+import { WorkspaceLoader } from './workspace/loader';
 import { join } from 'node:path';
 
 export type { EmulatorConfig } from './config';
@@ -81,6 +82,15 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     );
     await services.invocations.failOrphans();
     const local = await services.tenants.ensureLocal();
+    if (config.workspace) {
+      // After ensureLocal: the loader writes versions for the local tenant. The first load of every
+      // folder is awaited, so the core answers with the workspace's snippets from its first request.
+      const loader = new WorkspaceLoader({ dir: config.workspace, tenants: services.tenants, snippets: services.snippets, logger });
+      await loader.start();
+      cleanup.push(() => loader.stop());
+      await loader.settled();
+      services.workspace = loader;
+    }
     const live = deps.repo.read(
       (db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db), ...services.invocations.liveBlobs(db)]),
     );

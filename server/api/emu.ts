@@ -25,6 +25,12 @@ export const EmuInfo = z
 
 export const emuRoutes = [
   defineRoute({
+    method: 'get', path: '/_emu/workspace', auth: 'admin', tag: 'Emulator',
+    summary: 'The watched workspace: which folder became which version, load errors with file and line',
+    responses: { 200: ok('The workspace status (workspace null when none is watched).', z.record(z.string(), z.unknown())), ...problems(401) },
+    handler: ({ services }) => ({ status: 200, body: services.workspace?.status() ?? { workspace: null, watching: false, folders: [] } }),
+  }),
+  defineRoute({
     method: 'get', path: '/_emu/runtime', auth: 'admin', tag: 'Emulator',
     summary: 'The runtime manifest (production’s pinned versions) against what is installed here',
     responses: { 200: ok('Manifest, installed versions and mismatches.', z.record(z.string(), z.unknown())), ...problems(401) },

@@ -228,7 +228,8 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     dataDir,
     port,
     host,
-    workspace: values.workspace ? resolve(io.cwd, values.workspace) : null,
+    // API.md: the workspace defaults to `.`; without --workspace it is watched only if ./snippets exists.
+    workspace: values.workspace ? resolve(io.cwd, values.workspace) : existsSync(join(io.cwd, 'snippets')) ? resolve(io.cwd) : null,
     allowedHosts: values['allow-host'] ?? [],
     rendererDir: rendererDir(),
     projectRoot: root,

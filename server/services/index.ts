@@ -7,6 +7,7 @@ import { IntegrationService } from './integrations';
 import { InvocationService } from './invocations';
 import { InvokeService } from './invoke';
 import type { Executor } from '../../executor';
+import type { WorkspaceView } from '../workspace/loader';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {
@@ -33,6 +34,8 @@ export interface Services {
   invoke: InvokeService;
   executor: Executor;
   facts: EmulatorFacts;
+  /** The watched workspace (null when the core runs without one). Set once the loader has started. */
+  workspace: { status(): WorkspaceView } | null;
 }
 
 export function createServices(
@@ -57,5 +60,6 @@ export function createServices(
     invoke: new InvokeService(deps, opts.executor, snippets, secrets, store, invocations),
     executor: opts.executor,
     facts,
+    workspace: null,
   };
 }

@@ -68,6 +68,10 @@ export class SnippetService {
     return db.snippets.find((s) => s.tenant_id === tenant.id && (s.id === idOrName || s.name === idOrName));
   }
 
+  findByName(tenant: TenantRecord, name: string): SnippetRecord | undefined {
+    return this.deps.repo.read((db) => db.snippets.find((s) => s.tenant_id === tenant.id && s.name === name));
+  }
+
   get(tenant: TenantRecord, idOrName: string): SnippetRecord {
     const snippet = this.deps.repo.read((db) => this.find(db, tenant, idOrName));
     if (!snippet) throw notFound('snippet', idOrName);
@@ -213,23 +217,33 @@ export class SnippetService {
     return limits as { timeout_ms: number; max_memory_mb: number; max_cpu_percent: number };
   }
 
+  /**
+   * Stores a new version. With `reuseUnchanged` (the workspace loader), a bundle and limits equal to the
+   * latest version's make no new version: that one is returned with `unchanged: true`.
+   */
   async createVersion(
     tenant: TenantRecord,
     idOrName: string,
     body: CreateVersion,
     source: 'api' | 'workspace' = 'api',
-  ): Promise<VersionView> {
+    reuseUnchanged = false,
+  ): Promise<VersionView & { unchanged?: boolean }> {
     const snippet = this.get(tenant, idOrName);
     const current = this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenant.id)) ?? tenant;
     const limits = this.checkLimits(current, body);
     const { files, entrypoint, size } = await this.checkBundle(snippet, body);
 
-    const manifest: VersionRecord['files'] = [];
-    for (const path of Object.keys(files).sort()) {
-      const content = files[path]!;
-      manifest.push({ path, size: Buffer.byteLength(content, 'utf8'), sha256: await this.deps.blobs.put(content) });
-    }
+    const manifest: VersionRecord['files'] = Object.keys(files)
+      .sort()
+      .map((path) => ({ path, size: Buffer.byteLength(files[path]!, 'utf8'), sha256: sha256Hex(files[path]!) }));
     const bundleHash = sha256Hex(JSON.stringify({ entrypoint, files: manifest.map((f) => [f.path, f.sha256]) }));
+    if (reuseUnchanged) {
+      const latest = this.findVersion(snippet, snippet.latest_version);
+      if (latest && latest.sha256 === bundleHash && LIMIT_FIELDS.every((f) => latest[f] === limits[f])) {
+        return { ...this.versionView(snippet, latest), unchanged: true };
+      }
+    }
+    for (const f of manifest) await this.deps.blobs.put(files[f.path]!);
 
     const record = await this.deps.repo.mutate((db) => {
       const live = this.find(db, tenant, snippet.id);
