@@ -10,6 +10,7 @@ import { CapsPatch, ResourceName } from '../api/schemas';
 import { runDoctor, type DoctorReport } from '../doctor';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
+import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
 import { jsonLogger } from '../logger';
 import { limaAgentArgv, limaTemplate } from '../../executor';
 import type { TenantView } from '../services/tenants';
@@ -42,9 +43,12 @@ Usage:
   svc-emu key create --tenant NAME
   svc-emu doctor
   svc-emu lima template          (macOS: the VM snippets run in; \`limactl create --name svc-emu -\`)
+${CLIENT_USAGE}
 
 Every command takes --data-dir DIR (default ./.svc-emu) and --json.
 Operator commands go through the running emulator when one owns the data dir, else edit its files.
+invoke, logs and deploy need the emulator running on the data dir, and act as its local tenant over /v1.
+invoke prints the output (its run on stderr) and exits 1 on a failed outcome; with --json, the invocation record.
 `;
 
 class UsageError extends Error {}
@@ -63,6 +67,7 @@ const OPTIONS = {
   'max-memory-mb': { type: 'string' },
   'max-cpu-percent': { type: 'string' },
   'max-concurrency': { type: 'string' },
+  ...CLIENT_OPTIONS,
 } as const;
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
@@ -119,6 +124,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
         return 0;
       }
       default:
+        if (isClientCommand(cmd)) return await runClient(cmd, positionals.slice(1), values, dataDir, io);
         throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (err) {

@@ -57,7 +57,7 @@ export async function request(url: string, method: string, path: string, body?: 
 }
 
 /** A core on port 0 with a fresh temp data dir (or the given one). */
-export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean } = {}): Promise<TestCore> {
+export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean; workspace?: string } = {}): Promise<TestCore> {
   const dataDir = opts.dataDir ?? (await tempDir());
   const logs: string[] = [];
   const emu = await startEmulator({
@@ -66,6 +66,7 @@ export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean 
     logger: jsonLogger((l) => logs.push(l), { level: 'debug' }),
     storeSweepMs: 50,
     projectRoot: PROJECT_ROOT,
+    ...(opts.workspace ? { workspace: opts.workspace } : {}),
   });
   const key = emu.localApiKey!;
   return {
