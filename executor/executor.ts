@@ -338,6 +338,11 @@ export class PooledExecutor implements Executor {
         message: `the snippet's process exited during the run (${e.signal ? `signal ${e.signal}` : `exit code ${e.code}`})`,
       };
     }
+    if (outcome === 'oom_killed' && timeline.length) {
+      // A 50 ms poll can miss the last climb before the kill: the kernel's peak counter is the evidence.
+      const lastMb = timeline[timeline.length - 1]!.memory_mb;
+      if (round1(peak / MB) > lastMb) timeline.push({ t_ms: Math.round(duration), memory_mb: round1(peak / MB), cpu_percent: 0, throttled: false });
+    }
     if (outcome === 'success' || (outcome === 'handler_error' && !v)) this.release(job, sandbox);
     else await sandbox.destroy().catch(() => {});
 
