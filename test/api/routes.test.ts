@@ -950,6 +950,13 @@ describe('invoke and invocations (the HTTP surface; limits and sandboxes are in 
     expect(r.headers.get('x-snippet-env')).toBe('dev');
   });
 
+  it('the workspace status says when no workspace is watched', async () => {
+    const r = await core.call('GET', '/_emu/workspace', undefined, { key: core.admin });
+    expect(r.status).toBe(200);
+    expect(r.json).toEqual({ workspace: null, watching: false, folders: [] });
+    expectProblem(await core.call('GET', '/_emu/workspace'), 401, 'unauthenticated');
+  });
+
   it('the runtime manifest and the executor facts are on the operator surface', async () => {
     const rt = await core.call('GET', '/_emu/runtime', undefined, { key: core.admin });
     expect(rt.status).toBe(200);
