@@ -45,7 +45,9 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
   const sandboxes = new Map<string, Sandbox>();
   const rl = createInterface({ input, crlfDelay: Infinity });
   const reply = (rid: number, work: () => Promise<unknown>) => {
-    work().then(
+    // Through a promise even when `work` throws at once (an unknown sandbox): one bad request must
+    // answer `fail`, never take the agent and every sandbox behind it down.
+    Promise.resolve().then(work).then(
       (value) => send(output, { op: 'ok', rid, value }),
       (err: unknown) => {
         const e = err as { code?: unknown; evidence?: unknown };
@@ -90,10 +92,9 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
           for (const stream of ['stdout', 'stderr'] as const) {
             sandbox[stream]?.on('data', (c: Buffer) => send(output, { op: 'output', sid: sandbox.id, stream, data: c.toString('utf8') }));
           }
-          void sandbox.exited.then((e) => {
-            sandboxes.delete(sandbox.id);
-            send(output, { op: 'exit', sid: sandbox.id, ...e });
-          });
+          // The sandbox stays known after its runner exits, until the host destroys it: the host still
+          // samples its group then (an OOM kill is read from the group's counters after the fact).
+          void sandbox.exited.then((e) => send(output, { op: 'exit', sid: sandbox.id, ...e }));
           return { id: sandbox.id, ready: sandbox.ready, initMs: sandbox.initMs };
         });
         break;

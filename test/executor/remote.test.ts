@@ -110,3 +110,25 @@ describe('the Lima template and transport (generated, not run: no macOS here)', 
     expect(argv[argv.indexOf('--root') + 1]).toBe('/Users/dev/snippet-emulator');
   });
 });
+
+describe.skipIf(!installed)('the agent survives bad requests', () => {
+  it('a request for an unknown sandbox answers fail, and the agent keeps serving', async () => {
+    const { PassThrough } = await import('node:stream');
+    const { serveAgent } = await import('../../executor/remote');
+    const { createLocalHost } = await import('../../executor');
+    const { host } = await createLocalHost({ projectRoot: PROJECT_ROOT, workDir: await tempDir('svc-emu-agent-unit-'), spares: 0 });
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const lines: string[] = [];
+    output.on('data', (c: Buffer) => lines.push(...c.toString('utf8').split('\n').filter(Boolean)));
+    const served = serveAgent(host, input, output);
+    input.write(JSON.stringify({ op: 'sample', rid: 1, sid: 'nope' }) + '\n');
+    input.write(JSON.stringify({ op: 'hello', rid: 2 }) + '\n');
+    await new Promise((r) => setTimeout(r, 100));
+    const answers = lines.map((l) => JSON.parse(l));
+    expect(answers.find((a) => a.rid === 1)).toMatchObject({ op: 'fail', message: 'no sandbox nope' });
+    expect(answers.find((a) => a.rid === 2)).toMatchObject({ op: 'ok' });
+    input.end();
+    await served;
+  });
+});
