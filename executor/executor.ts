@@ -21,6 +21,8 @@ export interface ExecutorOptions {
   tmpSizeMb?: number;
   now?: () => number;
   onError?: (msg: string, err: unknown) => void;
+  /** More to end when the executor closes (e.g. the code checkers). */
+  onClose?: () => void;
 }
 
 interface PoolEntry {
@@ -367,6 +369,7 @@ export class PooledExecutor implements Executor {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.opts.onClose?.();
     clearInterval(this.sweeper);
     const all = [...this.idle.map((e) => e.sandbox), ...this.busy.keys()];
     this.idle.length = 0;

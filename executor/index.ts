@@ -130,14 +130,16 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
   } catch (err) {
     return unavailable((err as Error).message, opts.logger);
   }
+  const checker = createCodeChecker({ bunBin: runtimes.bun?.bin ?? null, pythonBin: runtimes.python?.bin ?? null, runtimesDir: runtimes.runtimesDir });
   const executor = new PooledExecutor({
     host,
     onError: (msg, err) => opts.logger?.log('error', msg, { error: err instanceof Error ? err.message : String(err) }),
+    onClose: () => checker.close(), // the code checkers end with the executor
   });
   opts.logger?.log('info', 'executor ready', { backend: host.info.backend, sandbox: host.info.sandbox, transport: host.info.transport, degraded: host.info.degraded });
   return {
     executor,
-    validateCode: createCodeChecker({ bunBin: runtimes.bun?.bin ?? null, pythonBin: runtimes.python?.bin ?? null, runtimesDir: runtimes.runtimesDir }),
+    validateCode: checker,
     runtime: async () => ({ ...runtime, limit_backend: limitReason, sandbox: host.info }),
   };
 }
