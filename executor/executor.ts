@@ -13,8 +13,6 @@ export interface ExecutorOptions {
   idleTtlMs?: number;
   /** Host-wide budget of idle sandboxes (least recently used go first). */
   maxIdle?: number;
-  /** Budget for runtime start + bundle load, uncapped CPU (Lambda's init phase). */
-  initTimeoutMs?: number;
   /** Cgroup sampling period for the timeline and the memory watchdog. */
   sampleMs?: number;
   pidsMax?: number;
@@ -211,6 +209,7 @@ export class PooledExecutor implements Executor {
   ): Promise<ExecutionResult> {
     const { limits } = job;
     const limitBytes = limits.max_memory_mb * MB;
+    if (warm) await sandbox.resetPeak?.().catch(() => {}); // this run's peak, not the sandbox's whole life's
     const first = await sandbox.sample();
     if (this.cpuQuota.get(sandbox) !== limits.max_cpu_percent) {
       await sandbox.setCpuPercent(limits.max_cpu_percent);

@@ -294,6 +294,7 @@ export class LocalSandboxHost implements SandboxHost {
         initMs: performance.now() - since,
         setCpuPercent: (p) => r.group.setCpuPercent(p),
         sample: () => r.group.sample(),
+        ...(r.group.resetPeak ? { resetPeak: () => r.group.resetPeak!() } : {}),
         killAll: () => r.group.killAll(),
         destroy: r.destroy,
         exited: r.exited,

@@ -28,6 +28,8 @@ export interface Sandbox {
   readonly initMs: number;
   setCpuPercent(percent: number | null): Promise<void>;
   sample(): Promise<UsageSample>;
+  /** Starts a new peak-memory reading, where the backend can (see LimitGroup.resetPeak). */
+  resetPeak?(): Promise<void>;
   killAll(): Promise<void>;
   destroy(): Promise<void>;
   readonly exited: Promise<{ code: number | null; signal: string | null }>;

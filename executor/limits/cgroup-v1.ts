@@ -162,6 +162,11 @@ export class CgroupV1Group implements LimitGroup {
     return enterGroupsArgv(this.uniqueDirs.map((d) => `${d}/cgroup.procs`), argv);
   }
 
+  async resetPeak(): Promise<void> {
+    await this.fs.write(`${this.dirs.memory}/memory.max_usage_in_bytes`, '0');
+    this.peakSeen = 0;
+  }
+
   async setMemoryMb(mb: number): Promise<void> {
     validateLimits(mb, 1);
     const bytes = String(mib(mb));

@@ -44,6 +44,11 @@ export interface LimitGroup {
    * takes the limit of the version it is given). Rejects when the group cannot go below its usage.
    */
   setMemoryMb(mb: number): Promise<void>;
+  /**
+   * Starts a new peak-memory reading (so a warm sandbox's peak is this run's, not its whole life's).
+   * Absent where the kernel cannot reset it (v2 before 6.12): the peak of the samples is used then.
+   */
+  resetPeak?(): Promise<void>;
   sample(): Promise<UsageSample>;
   /** SIGKILL every process in the group (and wait until none is left, bounded). */
   killAll(): Promise<void>;
