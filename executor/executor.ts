@@ -153,15 +153,16 @@ export class PooledExecutor implements Executor {
     const logs = new LogBuffer();
     const started = this.now();
     const base = { logs: '', logs_truncated: false, parity: this.info.parity, timeline: [] as TimelinePoint[] };
-    const failed = (message: string, warm = false): ExecutionResult => ({
+    /** A run that ended before its handler started. */
+    const early = (outcome: Outcome, message: string, evidence?: Record<string, unknown>): ExecutionResult => ({
       ...base,
-      outcome: 'failed',
-      error: { code: 'failed', message },
+      outcome,
+      error: { code: outcome, message, ...(evidence ? { evidence } : {}) },
       usage: { duration_ms: Math.round(this.now() - started), init_ms: 0, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 0 },
-      warm,
+      warm: false,
     });
-    if (this.closed) return failed('the executor is shutting down');
-    if (signal?.aborted) return { ...failed('cancelled before it started'), outcome: 'cancelled', error: { code: 'cancelled', message: 'cancelled before it started' } };
+    if (this.closed) return early('failed', 'the executor is shutting down');
+    if (signal?.aborted) return early('cancelled', 'cancelled before it started');
 
     let sandbox: Sandbox;
     let warm: boolean;
@@ -169,15 +170,11 @@ export class PooledExecutor implements Executor {
       ({ sandbox, warm } = await this.acquire(job));
     } catch (err) {
       const e = err as Error & { code?: string; evidence?: Record<string, unknown> };
-      if (e.code === 'oom_killed') {
-        return { ...failed(e.message), outcome: 'oom_killed', error: { code: 'oom_killed', message: e.message, ...(e.evidence ? { evidence: e.evidence } : {}) } };
-      }
-      if (e.code === 'init_exit' || e.code === 'init_timeout') {
-        // The tenant's module exited or never finished loading: its failure, not the service's.
-        return { ...failed(e.message), outcome: 'handler_error', error: { code: 'handler_error', message: e.message } };
-      }
+      if (e.code === 'oom_killed') return early('oom_killed', e.message, e.evidence);
+      // The tenant's module exited or never finished loading: its failure, not the service's.
+      if (e.code === 'init_exit' || e.code === 'init_timeout') return early('handler_error', e.message);
       this.opts.onError?.('sandbox start failed', err);
-      return failed(`the sandbox could not be started: ${e.message}`);
+      return early('failed', `the sandbox could not be started: ${e.message}`);
     }
     this.busy.set(sandbox, { key: this.keyOf(job), tenantId: job.tenantId, snippetId: job.snippetId, version: job.version });
     const initMs = warm ? 0 : Math.round(sandbox.initMs);
