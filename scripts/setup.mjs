@@ -43,7 +43,7 @@ const SKIP_DIRS = new Set(['node_modules', '__pycache__', '.venv', '.git', 'out'
 
 const CHROMIUM = '/usr/bin/chromium';
 /** After a failed apt-get install (chromium, bubblewrap), wait this long before trying again (apt can be slow when offline). */
-const CHROMIUM_RETRY_MS = 6 * 60 * 60 * 1000;
+const HOST_TOOL_RETRY_MS = 6 * 60 * 60 * 1000;
 
 // Runtimes (DESIGN.md "Runtimes"). Sources live in executor/runtimes; what setup installs lives in .runtimes/
 // (gitignored, machine-local). executor/runtimes/manifest.json is the single source of truth; the Bun
@@ -139,40 +139,58 @@ const buildStep = {
 };
 
 /** @type {Step} */
-const chromiumStep = {
+/**
+ * A host tool from apt-get that the project can do without (degraded): installed where apt can, never
+ * failing the set-up; a failed install is remembered for a while (retry with --retry-host-tools).
+ * @param {{ name: string, pkg: string, find: () => string | null | undefined, timeoutMs: number, without: string, applies?: (ctx: Ctx) => boolean }} tool
+ * @returns {Step}
+ */
+function hostToolStep(tool) {
+  const failedKey = `${tool.name}FailedAt`;
+  return {
+    name: tool.name,
+    title: `installing ${tool.pkg} (apt-get)`,
+    ...(tool.applies ? { applies: tool.applies } : {}),
+    isDone(ctx) {
+      if (tool.find()) return true;
+      const why = aptUnavailableReason(tool.pkg);
+      if (why) {
+        ctx.notice(`setup: ${why} — ${tool.without}`);
+        return true;
+      }
+      const failed = readJson(HOST_STAMP)?.[failedKey];
+      if (typeof failed === 'number' && Date.now() - failed < HOST_TOOL_RETRY_MS) {
+        ctx.notice(`setup: ${tool.pkg} is not installed (apt-get failed recently; retry with --retry-host-tools) — ${tool.without}`);
+        return true;
+      }
+      return false;
+    },
+    async run(ctx) {
+      try {
+        await aptGetInstall(ctx, [tool.pkg], tool.timeoutMs);
+      } catch (error) {
+        writeJson(HOST_STAMP, { ...readJson(HOST_STAMP), [failedKey]: Date.now() });
+        ctx.notice(`setup: could not install ${tool.pkg} (${error instanceof Error ? error.message.split('\n')[0] : error}) — ${tool.without}`);
+        return;
+      }
+      const bin = tool.find();
+      if (!bin) {
+        ctx.notice(`setup: apt-get installed ${tool.pkg} but it is not where it should be — ${tool.without}`);
+        return;
+      }
+      return `installed ${tool.pkg} (${bin})`;
+    },
+  };
+}
+
+const chromiumStep = hostToolStep({
   name: 'chromium',
-  title: 'installing chromium (apt-get)',
+  pkg: 'chromium',
   applies: (ctx) => ctx.forTest,
-  isDone(ctx) {
-    if (chromiumPath()) return true;
-    const why = aptUnavailableReason('chromium');
-    if (why) {
-      ctx.notice(`setup: ${why} — the GUI tests will skip`);
-      return true;
-    }
-    const failed = readJson(HOST_STAMP)?.chromiumFailedAt;
-    if (typeof failed === 'number' && Date.now() - failed < CHROMIUM_RETRY_MS) {
-      ctx.notice(`setup: chromium is not installed (apt-get failed recently; retry with --retry-host-tools) — the GUI tests will skip`);
-      return true;
-    }
-    return false;
-  },
-  async run(ctx) {
-    try {
-      await aptGetInstall(ctx, ['chromium'], 900_000);
-    } catch (error) {
-      // Never fail the set-up for a GUI-test tool: say so, remember, and let the GUI tests skip.
-      writeJson(HOST_STAMP, { ...readJson(HOST_STAMP), chromiumFailedAt: Date.now() });
-      ctx.notice(`setup: could not install chromium (${error instanceof Error ? error.message.split('\n')[0] : error}) — the GUI tests will skip`);
-      return;
-    }
-    if (!chromiumPath()) {
-      ctx.notice(`setup: apt-get installed chromium but ${CHROMIUM} is missing — the GUI tests will skip`);
-      return;
-    }
-    return `installed chromium (${CHROMIUM})`;
-  },
-};
+  find: () => chromiumPath(),
+  timeoutMs: 900_000,
+  without: 'the GUI tests will skip',
+});
 
 /** @type {Step} */
 const bunRuntimeStep = {
@@ -262,40 +280,13 @@ const pythonRuntimeStep = {
 };
 
 /** @type {Step} */
-const bubblewrapStep = {
+const bubblewrapStep = hostToolStep({
   name: 'bubblewrap',
-  title: 'installing bubblewrap (apt-get)',
-  isDone(ctx) {
-    if (findOnPath('bwrap')) return true;
-    const why = aptUnavailableReason('bubblewrap');
-    if (why) {
-      ctx.notice(`setup: ${why} — snippets will run without the parity sandbox (parity degraded)`);
-      return true;
-    }
-    const failed = readJson(HOST_STAMP)?.bubblewrapFailedAt;
-    if (typeof failed === 'number' && Date.now() - failed < CHROMIUM_RETRY_MS) {
-      ctx.notice('setup: bubblewrap is not installed (apt-get failed recently; retry with --retry-host-tools) — snippets will run without the parity sandbox (parity degraded)');
-      return true;
-    }
-    return false;
-  },
-  async run(ctx) {
-    try {
-      await aptGetInstall(ctx, ['bubblewrap'], 300_000);
-    } catch (error) {
-      // Never fail the set-up for the parity sandbox: say so, remember, and run degraded.
-      writeJson(HOST_STAMP, { ...readJson(HOST_STAMP), bubblewrapFailedAt: Date.now() });
-      ctx.notice(`setup: could not install bubblewrap (${error instanceof Error ? error.message.split('\n')[0] : error}) — snippets will run without the parity sandbox (parity degraded)`);
-      return;
-    }
-    const bin = findOnPath('bwrap');
-    if (!bin) {
-      ctx.notice('setup: apt-get installed bubblewrap but bwrap is not on PATH — snippets will run without the parity sandbox (parity degraded)');
-      return;
-    }
-    return `installed bubblewrap (${bin})`;
-  },
-};
+  pkg: 'bubblewrap',
+  find: () => findOnPath('bwrap'),
+  timeoutMs: 300_000,
+  without: 'snippets will run without the parity sandbox (parity degraded)',
+});
 
 /** @type {Step} */
 const runtimeLockStep = {
