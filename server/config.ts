@@ -4,6 +4,7 @@ import type { SecretKeyProvider } from './crypto/secret-box';
 import type { Clock } from './core-deps';
 import type { CodeValidator } from './services/snippets';
 import type { Executor } from '../executor';
+import { EgressAllowEntry } from './egress/policy';
 
 /** What `startEmulator` accepts: plain data validated here, dependencies passed as they are. */
 export const EmulatorConfigSchema = z.object({
@@ -23,6 +24,19 @@ export const EmulatorConfigSchema = z.object({
   executorAgent: z.array(z.string()).min(1).nullable().default(null),
   /** Invocation records kept per tenant. */
   historyLimit: z.number().int().min(1).default(1000),
+  /**
+   * `production`: callback targets production would refuse (private, loopback, link-local, metadata)
+   * are refused here too. `local`: allowed, with a parity warning on the invocation.
+   */
+  egressProfile: z.enum(['local', 'production']).default('local'),
+  /** HOST:PORT targets allowed under the production profile anyway. */
+  egressAllow: z.array(EgressAllowEntry).default([]),
+  /** Async jobs running at once on this host (each tenant is also bounded by its max_concurrency). */
+  asyncWorkers: z.number().int().min(1).max(256).default(8),
+  /** Multiplies the callback retry schedule: 1 = production's (0, 5 s, 5 min … 24 h); 0.001 for QA. */
+  callbackRetryScale: z.number().min(0).max(1).default(1),
+  /** Per callback attempt (production: 15 s). */
+  callbackTimeoutMs: z.number().int().min(1).max(60_000).default(15_000),
   /** node_modules/electron/path.txt: present when the Electron binary is installed (doctor reports it). */
   electronPathFile: z.string().optional(),
 });

@@ -57,6 +57,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
       : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger, agentArgv: config.executorAgent });
+    cleanup.push(() => deps.repo.flush().catch(() => {})); // what the runs' last moments recorded
     cleanup.push(() => built.executor.close());
     const services = createServices(
       deps,
@@ -78,9 +79,24 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
           return { ready: reasons.length === 0, reasons };
         },
       },
-      { executor: built.executor, validateCode: input.validateCode ?? built.validateCode, historyLimit: config.historyLimit },
+      {
+        executor: built.executor,
+        logger,
+        validateCode: input.validateCode ?? built.validateCode,
+        historyLimit: config.historyLimit,
+        egress: { profile: config.egressProfile, allow: config.egressAllow },
+        asyncWorkers: config.asyncWorkers,
+        callbackRetryScale: config.callbackRetryScale,
+        callbackTimeoutMs: config.callbackTimeoutMs,
+        inboxDir: join(paths.root, 'inbox'),
+      },
     );
-    await services.invocations.failOrphans();
+    // Stop taking async jobs and callbacks before the executor goes (runs in the middle stay `running`).
+    cleanup.push(() => {
+      services.async.close();
+      services.callbacks.close();
+    });
+    await services.async.recover();
     const local = await services.tenants.ensureLocal();
     if (config.workspace) {
       // After ensureLocal: the loader writes versions for the local tenant. The first load of every
@@ -115,6 +131,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const port = (server.address() as AddressInfo).port;
     url = `http://${hostForUrl(config.host)}:${port}`;
     await lock.update({ port, url, admin_token: adminToken });
+    services.async.start();
 
     const sweeper = setInterval(() => {
       services.store.sweep().catch((err) => logger.log('warn', 'store sweep failed', { error: String(err) }));

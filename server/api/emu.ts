@@ -19,6 +19,8 @@ export const EmuInfo = z
     started_at: z.string(),
     pid: z.number().int(),
     local_api_key: z.string().nullable().meta({ description: 'The local tenant’s key, for the GUI and the tour.' }),
+    egress: z.object({ profile: z.enum(['local', 'production']), allow: z.array(z.string()) }),
+    async_queue: z.object({ queued: z.number().int(), running: z.number().int(), max_workers: z.number().int(), tenants_waiting: z.number().int() }),
     tenants: z.array(TenantInfo),
   })
   .meta({ id: 'EmuInfo' });
@@ -57,6 +59,7 @@ export const emuRoutes = [
           overridden: rec.overridden,
           warm: rec.warm,
           error_evidence: rec.error?.evidence ?? null,
+          callback_deliveries: rec.callback?.deliveries ?? [],
           logs_truncated: rec.logs_truncated,
           timeline: await services.invocations.timeline(rec),
         },
@@ -76,6 +79,8 @@ export const emuRoutes = [
         started_at: services.facts.startedAt,
         pid: process.pid,
         local_api_key: services.tenants.localKey(),
+        egress: { profile: services.callbacks.rules.profile, allow: [...services.callbacks.rules.allow] },
+        async_queue: services.async.stats(),
         tenants: services.tenants.list().map((t) => services.tenants.view(t)),
       },
     }),

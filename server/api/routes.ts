@@ -4,5 +4,6 @@ import { snippetRoutes } from './v1/snippets';
 import { tenantRoutes } from './v1/tenant';
 import { emuRoutes } from './emu';
 import { invokeRoutes } from './v1/invoke';
+import { inboxRoutes } from './inbox';
 
-export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes];
+export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes];

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { EgressAllowEntry } from '../egress/policy';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +38,8 @@ const USAGE = `svc-emu ${EMULATOR_VERSION} — the Snippet Emulator's headless c
 
 Usage:
   svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR] [--executor local|lima]
+                [--egress-profile local|production] [--egress-allow HOST:PORT]… [--async-workers N]
+                [--callback-retry-scale F]   (1 = production's callback retry schedule; 0.001 compresses it for QA)
   svc-emu tenant list
   svc-emu tenant create NAME
   svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
@@ -62,6 +65,10 @@ const OPTIONS = {
   'allow-host': { type: 'string', multiple: true },
   workspace: { type: 'string' },
   executor: { type: 'string' },
+  'egress-profile': { type: 'string' },
+  'egress-allow': { type: 'string', multiple: true },
+  'async-workers': { type: 'string' },
+  'callback-retry-scale': { type: 'string' },
   tenant: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-memory-mb': { type: 'string' },
@@ -228,8 +235,23 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   const root = projectRoot();
   const executor = values.executor ?? (process.platform === 'darwin' && onPath('limactl') ? 'lima' : 'local');
   if (executor !== 'local' && executor !== 'lima') throw new UsageError(`--executor: local or lima, not '${executor}'`);
+  const egressProfile = values['egress-profile'] ?? 'local';
+  if (egressProfile !== 'local' && egressProfile !== 'production') throw new UsageError(`--egress-profile: local or production, not '${egressProfile}'`);
+  const egressAllow = values['egress-allow'] ?? [];
+  for (const entry of egressAllow) {
+    const checked = EgressAllowEntry.safeParse(entry);
+    if (!checked.success) throw new UsageError(`--egress-allow '${entry}': ${checked.error.issues[0]?.message ?? 'must be HOST:PORT'}`);
+  }
+  const asyncWorkers = values['async-workers'] === undefined ? 8 : Number(values['async-workers']);
+  if (!Number.isInteger(asyncWorkers) || asyncWorkers < 1 || asyncWorkers > 256) throw new UsageError(`--async-workers: 1–256, got '${values['async-workers']}'`);
+  const retryScale = values['callback-retry-scale'] === undefined ? 1 : Number(values['callback-retry-scale']);
+  if (!(retryScale >= 0 && retryScale <= 1)) throw new UsageError(`--callback-retry-scale: a number from 0 to 1, got '${values['callback-retry-scale']}'`);
   const emu = await startEmulator({
     logger: jsonLogger(io.stderr),
+    egressProfile,
+    egressAllow,
+    asyncWorkers,
+    callbackRetryScale: retryScale,
     executorAgent: executor === 'lima' && root ? limaAgentArgv({ projectRoot: root }) : null,
     dataDir,
     port,
@@ -252,6 +274,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
         `  GUI      ${gui}`,
         `  API key  ${emu.localApiKey ?? '(not shown: the data dir has no readable key; create one with `svc-emu key create --tenant local`)'}   (tenant local${emu.firstStart ? ', created now' : ''})`,
         `  Data     ${emu.dataDir}`,
+        `  Egress   ${egressProfile}${egressProfile === 'local' ? ' (callbacks to private or loopback targets allowed, with a parity warning)' : ' (private, loopback and metadata targets refused, as in production)'}`,
         `Press Ctrl+C to stop.`,
         '',
       ].join('\n'),

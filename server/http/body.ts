@@ -25,12 +25,8 @@ export function jsonDepth(text: string): number {
 
 const isJsonType = (type: string | undefined) => !!type && /^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type);
 
-/**
- * Reads and parses a JSON body. Over the limit → 413 without reading the rest; a body that is not
- * declared as JSON → 415 (which also keeps HTML forms on other sites from posting to us); a body that
- * does not parse → 400 with where it broke. An empty body is `undefined`.
- */
-export async function readJsonBody(ctx: Context, limit = BODY_LIMIT_BYTES): Promise<unknown> {
+/** The request body as bytes, whatever its type: over the limit → 413 without reading the rest. */
+export async function readRawBody(ctx: Context, limit = BODY_LIMIT_BYTES): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > limit) throw payloadTooLarge(`the request body is ${declared} bytes; the limit is ${limit} (6 MiB)`);
   const chunks: Buffer[] = [];
@@ -43,13 +39,24 @@ export async function readJsonBody(ctx: Context, limit = BODY_LIMIT_BYTES): Prom
     }
     chunks.push(chunk);
   }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Reads and parses a JSON body. Over the limit → 413 without reading the rest; a body that is not
+ * declared as JSON → 415 (which also keeps HTML forms on other sites from posting to us); a body that
+ * does not parse → 400 with where it broke. An empty body is `undefined`.
+ */
+export async function readJsonBody(ctx: Context, limit = BODY_LIMIT_BYTES): Promise<unknown> {
+  const raw = await readRawBody(ctx, limit);
+  const size = raw.length;
   if (size === 0) return undefined;
   if (!isJsonType(ctx.get('content-type'))) {
     throw new ApiError(415, 'unsupported_media_type', 'Unsupported media type', 'send the body as JSON with "Content-Type: application/json"', {
       errors: [{ location: 'header.content-type', message: 'must be application/json' }],
     });
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const text = raw.toString('utf8');
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -6,6 +6,13 @@ import { StoreService } from './store';
 import { IntegrationService } from './integrations';
 import { InvocationService } from './invocations';
 import { InvokeService } from './invoke';
+import { TenantSlots } from './slots';
+import { AsyncService } from './async';
+import { CallbackService } from './callbacks';
+import { InboxService } from './inbox';
+import { retryPolicy } from '../webhooks/schedule';
+import type { EgressRules } from '../egress/policy';
+import type { Logger } from '../logger';
 import type { Executor } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
 
@@ -32,32 +39,55 @@ export interface Services {
   integrations: IntegrationService;
   invocations: InvocationService;
   invoke: InvokeService;
+  async: AsyncService;
+  callbacks: CallbackService;
+  inbox: InboxService;
   executor: Executor;
   facts: EmulatorFacts;
   /** The watched workspace (null when the core runs without one). Set once the loader has started. */
   workspace: { status(): WorkspaceView } | null;
 }
 
-export function createServices(
-  deps: CoreDeps,
-  facts: EmulatorFacts,
-  opts: { executor: Executor; validateCode?: CodeValidator | null; historyLimit?: number },
-): Services {
+export interface ServiceOptions {
+  executor: Executor;
+  logger: Logger;
+  validateCode?: CodeValidator | null;
+  historyLimit?: number;
+  egress: EgressRules;
+  asyncWorkers: number;
+  callbackRetryScale: number;
+  callbackTimeoutMs: number;
+  /** Where the callback inbox keeps its deliveries. */
+  inboxDir: string;
+}
+
+export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: ServiceOptions): Services {
   const snippets: SnippetService = new SnippetService(deps, opts.validateCode ?? null, (snippetId) => {
     // A replaced or undeployed version's warm sandboxes go, so the next invocation runs current code.
     void opts.executor.retire({ snippetId, keepVersions: snippets.liveVersions(snippetId) });
   });
+  const tenants = new TenantService(deps);
   const secrets = new SecretService(deps);
   const store = new StoreService(deps);
   const invocations = new InvocationService(deps, opts.historyLimit);
+  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, new TenantSlots());
+  const callbacks = new CallbackService(deps, invocations, tenants, {
+    rules: opts.egress,
+    retry: retryPolicy({ scale: opts.callbackRetryScale }),
+    timeoutMs: opts.callbackTimeoutMs,
+    logger: opts.logger,
+  });
   return {
-    tenants: new TenantService(deps),
+    tenants,
     snippets,
     secrets,
     store,
     integrations: new IntegrationService(deps),
     invocations,
-    invoke: new InvokeService(deps, opts.executor, snippets, secrets, store, invocations),
+    invoke,
+    async: new AsyncService(invoke, invocations, tenants, callbacks, { maxWorkers: opts.asyncWorkers, logger: opts.logger }),
+    callbacks,
+    inbox: new InboxService(opts.inboxDir, tenants, deps.clock),
     executor: opts.executor,
     facts,
     workspace: null,

@@ -1,6 +1,6 @@
 import { notFound } from '../errors';
 import { newId } from '../ids';
-import type { DbData, InvocationRecord, TenantRecord } from '../storage/schema';
+import type { CallbackRecord, DbData, InvocationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
 import type { ExecutionResult } from '../../executor';
@@ -11,7 +11,24 @@ const INLINE_MAX_BYTES = 8 * 1024;
 export type NewInvocation = Pick<
   InvocationRecord,
   'tenant_id' | 'snippet_id' | 'snippet' | 'version' | 'env' | 'mode' | 'limits' | 'overridden' | 'parity' | 'idempotency_key'
->;
+> & {
+  /** Async jobs: the handler's input, kept until the job has run (a restart runs it from here). */
+  input?: Record<string, unknown>;
+  callbackUrl?: string | null;
+  parityWarnings?: string[];
+};
+
+export interface CallbackView {
+  url: string;
+  status: CallbackRecord['status'];
+  attempts: number;
+  webhook_id: string;
+  next_attempt_at: string | null;
+  last_attempt: { at: string; status_code: number | null; error: string | null } | null;
+}
+
+/** How long an Idempotency-Key names its invocation. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
 export interface InvocationView {
   id: string;
@@ -29,7 +46,9 @@ export interface InvocationView {
   created_at: string;
   started_at: string | null;
   finished_at: string | null;
-  callback: null;
+  attempts: number;
+  callback: CallbackView | null;
+  parity_warnings: string[];
 }
 
 /**
@@ -43,16 +62,30 @@ export class InvocationService {
   ) {}
 
   /**
-   * Records a starting invocation. `durable`: wait until it is on disk (async mode promises that);
-   * otherwise it is written with the next write (sync and stream callers get their answer directly).
+   * Records a new invocation: `running` for sync and stream runs, `queued` for async jobs. With an
+   * Idempotency-Key, the check for an earlier invocation and the insert happen in one step, so two
+   * racing requests with the same key cannot both run. `durable`: resolve only once it is on disk (what
+   * an async 202 promises); otherwise it goes out with the next write (sync callers get their answer
+   * directly).
    */
-  async start(input: NewInvocation, durable = false): Promise<InvocationRecord> {
+  async create(
+    input: NewInvocation,
+    opts: { status: 'running' | 'queued'; durable: boolean },
+  ): Promise<{ record: InvocationRecord; earlier: InvocationRecord | null }> {
+    const { input: handlerInput, callbackUrl, parityWarnings, ...fields } = input;
+    const inputJson = handlerInput === undefined ? undefined : JSON.stringify(handlerInput);
+    const inputBlob = inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? await this.deps.blobs.put(inputJson) : undefined;
     const apply = (db: DbData) => {
+      if (fields.idempotency_key) {
+        const earlier = this.earlierWithKey(db, fields.tenant_id, fields.idempotency_key);
+        if (earlier) return { record: earlier, earlier };
+      }
       const now = nowIso(this.deps.clock);
+      const id = newId('inv');
       const rec: InvocationRecord = {
-        id: newId('inv'),
-        ...input,
-        status: 'running',
+        id,
+        ...fields,
+        status: opts.status,
         outcome: null,
         error: null,
         usage: null,
@@ -60,19 +93,66 @@ export class InvocationService {
         logs_blob: null,
         logs_truncated: false,
         timeline_blob: null,
+        attempts: opts.status === 'running' ? 1 : 0,
+        callback: callbackUrl
+          ? { url: callbackUrl, webhook_id: `msg_${id.slice(4)}`, status: 'pending', deliveries: [], next_attempt_at: null }
+          : null,
+        parity_warnings: parityWarnings ?? [],
         created_at: now,
-        started_at: now,
+        started_at: opts.status === 'running' ? now : null,
         finished_at: null,
       };
+      if (inputBlob) rec.input_blob = inputBlob;
+      else if (inputJson !== undefined) rec.input = JSON.parse(inputJson) as Record<string, unknown>;
       db.invocations.push(rec);
-      const mine = db.invocations.filter((i) => i.tenant_id === input.tenant_id);
-      if (mine.length > this.historyLimit) {
-        const drop = new Set(mine.filter((i) => i.status !== 'running' && i.status !== 'queued').slice(0, mine.length - this.historyLimit));
-        db.invocations = db.invocations.filter((i) => !drop.has(i));
-      }
-      return rec;
+      this.trimHistory(db, fields.tenant_id);
+      return { record: rec, earlier: null };
     };
-    return durable ? this.deps.repo.mutate(apply) : this.deps.repo.mutateLazy(apply);
+    return opts.durable ? this.deps.repo.mutate(apply) : this.deps.repo.mutateLazy(apply);
+  }
+
+  /** Oldest finished records go first; never one that still has to run or to deliver its callback. */
+  private trimHistory(db: DbData, tenantId: string): void {
+    const mine = db.invocations.filter((i) => i.tenant_id === tenantId);
+    if (mine.length <= this.historyLimit) return;
+    const done = (i: InvocationRecord) => i.finished_at !== null && i.callback?.status !== 'pending';
+    const drop = new Set(mine.filter(done).slice(0, mine.length - this.historyLimit));
+    db.invocations = db.invocations.filter((i) => !drop.has(i));
+  }
+
+  /** A queued async job starts: counted as an attempt, on disk before its code runs. */
+  async markRunning(id: string): Promise<InvocationRecord> {
+    return this.deps.repo.mutate((db) => {
+      const rec = db.invocations.find((i) => i.id === id);
+      if (!rec) throw notFound('invocation', id);
+      rec.status = 'running';
+      rec.attempts += 1;
+      rec.started_at = nowIso(this.deps.clock);
+      return rec;
+    });
+  }
+
+  /**
+   * Cancels a job that has not started: it never runs. False when it is no longer queued (it started,
+   * or it has finished).
+   */
+  async cancelQueued(id: string): Promise<InvocationRecord | null> {
+    return this.deps.repo.mutate((db) => {
+      const rec = db.invocations.find((i) => i.id === id);
+      if (!rec || rec.status !== 'queued') return null;
+      rec.status = 'failed';
+      rec.outcome = 'cancelled';
+      rec.error = { code: 'cancelled', message: 'cancelled before it started' };
+      rec.finished_at = nowIso(this.deps.clock);
+      if (rec.callback) rec.callback.next_attempt_at = rec.finished_at;
+      return rec;
+    });
+  }
+
+  /** The input an async job runs with. */
+  async inputOf(rec: InvocationRecord): Promise<Record<string, unknown>> {
+    if (rec.input_blob) return JSON.parse(await this.deps.blobs.getText(rec.input_blob)) as Record<string, unknown>;
+    return rec.input ?? {};
   }
 
   async finish(id: string, result: ExecutionResult, durable = false): Promise<InvocationRecord> {
@@ -100,6 +180,7 @@ export class InvocationService {
       rec.timeline_blob = timelineBlob;
       if (!timelineBlob && result.timeline.length) rec.timeline = result.timeline.map((p) => ({ ...p }));
       rec.finished_at = nowIso(this.deps.clock);
+      if (rec.callback) rec.callback.next_attempt_at = rec.finished_at; // the first delivery goes at once
       return rec;
     };
     return durable ? this.deps.repo.mutate(apply) : this.deps.repo.mutateLazy(apply);
@@ -113,10 +194,12 @@ export class InvocationService {
 
   /** The tenant's invocation made with this Idempotency-Key in the last 24 h, if any. */
   findByIdempotencyKey(tenant: TenantRecord, key: string): InvocationRecord | undefined {
-    const since = this.deps.clock().getTime() - 24 * 3600 * 1000;
-    return this.deps.repo.read((db) =>
-      db.invocations.findLast((i) => i.tenant_id === tenant.id && i.idempotency_key === key && Date.parse(i.created_at) >= since),
-    );
+    return this.deps.repo.read((db) => this.earlierWithKey(db, tenant.id, key) ?? undefined);
+  }
+
+  private earlierWithKey(db: Readonly<DbData>, tenantId: string, key: string): InvocationRecord | null {
+    const since = this.deps.clock().getTime() - IDEMPOTENCY_WINDOW_MS;
+    return db.invocations.findLast((i) => i.tenant_id === tenantId && i.idempotency_key === key && Date.parse(i.created_at) >= since) ?? null;
   }
 
   /** Any tenant's invocation (the operator's view). */
@@ -144,7 +227,9 @@ export class InvocationService {
       created_at: rec.created_at,
       started_at: rec.started_at,
       finished_at: rec.finished_at,
-      callback: null,
+      attempts: rec.attempts,
+      callback: rec.callback ? callbackView(rec.callback) : null,
+      parity_warnings: [...rec.parity_warnings],
     };
   }
 
@@ -178,25 +263,52 @@ export class InvocationService {
   }
 
   liveBlobs(db: { invocations: readonly InvocationRecord[] }): string[] {
-    return db.invocations.flatMap((i) => [i.output_blob, i.logs_blob, i.timeline_blob].filter((b): b is string => !!b));
+    return db.invocations.flatMap((i) => [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob].filter((b): b is string => !!b));
   }
 
-  /** Records left `running` by a core that died: they will never finish, so they failed. */
-  async failOrphans(): Promise<number> {
-    const orphans = this.deps.repo.read((db) => db.invocations.filter((i) => i.status === 'running').length);
-    if (!orphans) return 0;
-    return this.deps.repo.mutate((db) => {
-      const now = nowIso(this.deps.clock);
-      let n = 0;
-      for (const rec of db.invocations) {
-        if (rec.status !== 'running') continue;
-        rec.status = 'failed';
-        rec.outcome = 'failed';
-        rec.error = { code: 'failed', message: 'the emulator stopped while this invocation ran' };
-        rec.finished_at = now;
-        n++;
-      }
-      return n;
-    });
+  /**
+   * After a core died: a sync or stream run left `running` has lost its caller, so it failed; an async
+   * job left `running` goes back to `queued` and runs again (at-least-once; its attempt was counted).
+   * Returns the async jobs to queue, oldest first.
+   */
+  async recover(): Promise<{ requeued: number; failed: number; queued: { id: string; tenant_id: string }[] }> {
+    const stale = this.deps.repo.read((db) => db.invocations.some((i) => i.status === 'running'));
+    const counts = stale
+      ? await this.deps.repo.mutate((db) => {
+          const now = nowIso(this.deps.clock);
+          let requeued = 0;
+          let failed = 0;
+          for (const rec of db.invocations) {
+            if (rec.status !== 'running') continue;
+            if (rec.mode === 'async') {
+              rec.status = 'queued';
+              requeued++;
+              continue;
+            }
+            rec.status = 'failed';
+            rec.outcome = 'failed';
+            rec.error = { code: 'failed', message: 'the emulator stopped while this invocation ran' };
+            rec.finished_at = now;
+            failed++;
+          }
+          return { requeued, failed };
+        })
+      : { requeued: 0, failed: 0 };
+    const queued = this.deps.repo.read((db) =>
+      db.invocations.filter((i) => i.status === 'queued').map((i) => ({ id: i.id, tenant_id: i.tenant_id })),
+    );
+    return { ...counts, queued };
   }
+}
+
+function callbackView(cb: CallbackRecord): CallbackView {
+  const last = cb.deliveries.at(-1);
+  return {
+    url: cb.url,
+    status: cb.status,
+    attempts: cb.deliveries.length,
+    webhook_id: cb.webhook_id,
+    next_attempt_at: cb.next_attempt_at,
+    last_attempt: last ? { at: last.at, status_code: last.status_code, error: last.error } : null,
+  };
 }

@@ -1,11 +1,12 @@
 import { ApiError, conflict, notFound } from '../errors';
+import type { TenantSlots } from './slots';
 import type { SnippetRecord, TenantRecord, VersionRecord, InvocationRecord } from '../storage/schema';
 import type { CoreDeps } from '../core-deps';
-import type { Executor, ExecutionResult, HostOp, RunLimits } from '../../executor';
+import type { Executor, ExecutionResult, HostOp, Outcome, RunLimits } from '../../executor';
 import type { SnippetService } from './snippets';
 import type { SecretService } from './secrets';
 import type { StoreService } from './store';
-import type { InvocationService } from './invocations';
+import type { InvocationService, NewInvocation } from './invocations';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -35,13 +36,19 @@ export interface InvokeResult {
   replayed: boolean;
 }
 
+/** What a run needs besides its record: the caller's signal and where yielded chunks go. */
+export interface RunHooks {
+  signal?: AbortSignal;
+  onChunk?: (data: unknown) => void;
+}
+
 /**
  * Runs snippets: resolves which version runs (version > env > prod > latest), enforces the tenant's
  * concurrency cap, records the invocation, and hands the job to the executor with the tenant's
- * secrets and a host-call handler scoped to the tenant.
+ * secrets and a host-call handler scoped to the tenant. Async jobs are recorded by the async service
+ * and run here through `execute`.
  */
 export class InvokeService {
-  private readonly running = new Map<string, number>();
   private readonly controllers = new Map<string, AbortController>();
 
   constructor(
@@ -51,6 +58,7 @@ export class InvokeService {
     private readonly secrets: SecretService,
     private readonly store: StoreService,
     private readonly invocations: InvocationService,
+    readonly slots: TenantSlots,
   ) {}
 
   resolve(tenant: TenantRecord, name: string, env?: string, version?: number): Resolved {
@@ -79,99 +87,88 @@ export class InvokeService {
     });
   }
 
+  /** The tenant's current `max_concurrency` (caps change while the emulator runs). */
+  capOf(tenantId: string): number {
+    return this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenantId)?.caps.max_concurrency ?? 1);
+  }
+
   /** Throws 429 when the tenant already runs `max_concurrency` invocations. */
   private admit(tenant: TenantRecord): () => void {
-    const caps = this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenant.id)?.caps ?? tenant.caps);
-    const now = this.running.get(tenant.id) ?? 0;
-    if (now >= caps.max_concurrency) {
+    const cap = this.capOf(tenant.id);
+    const release = this.slots.tryAcquire(tenant.id, cap);
+    if (!release) {
       throw new ApiError(
         429,
         'rate_limited',
         'Too many requests',
-        `the tenant already runs ${now} invocations (max_concurrency ${caps.max_concurrency}); retry shortly`,
+        `the tenant already runs ${this.slots.inUse(tenant.id)} invocations (max_concurrency ${cap}); retry shortly`,
         {},
         { 'Retry-After': '1' },
       );
     }
-    this.running.set(tenant.id, now + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.running.set(tenant.id, (this.running.get(tenant.id) ?? 1) - 1);
+    return release;
+  }
+
+  /**
+   * An earlier invocation with this Idempotency-Key answers instead of a new run: the same key for
+   * another snippet is a client bug (422).
+   */
+  checkReplay(tenant: TenantRecord, snippetId: string, earlier: InvocationRecord): void {
+    if (earlier.snippet_id !== snippetId) {
+      throw new ApiError(422, 'idempotency_key_reused', 'Idempotency-Key reused', `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`);
+    }
+  }
+
+  /** A sync replay can only answer with a result: while the first run goes on, that is a 409. */
+  private syncReplay(earlier: InvocationRecord): InvokeResult {
+    if (earlier.status === 'running' || earlier.status === 'queued') {
+      throw conflict(`the invocation ${earlier.id} with this Idempotency-Key is still running; ask again when it has finished`);
+    }
+    return { record: earlier, result: null, replayed: true };
+  }
+
+  limitsFor(version: VersionRecord, overrides?: Partial<RunLimits>): RunLimits {
+    return {
+      timeout_ms: overrides?.timeout_ms ?? version.timeout_ms,
+      max_memory_mb: overrides?.max_memory_mb ?? version.max_memory_mb,
+      max_cpu_percent: overrides?.max_cpu_percent ?? version.max_cpu_percent,
     };
   }
 
+  /** The record fields every mode shares. */
+  newInvocation(req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode'>, resolved: Resolved): NewInvocation {
+    return {
+      tenant_id: req.tenant.id,
+      snippet_id: resolved.snippet.id,
+      snippet: resolved.snippet.name,
+      version: resolved.version.version,
+      env: resolved.env,
+      mode: req.mode,
+      limits: this.limitsFor(resolved.version, req.overrides),
+      overridden: !!req.overrides && Object.keys(req.overrides).length > 0,
+      parity: { ...this.executor.info.parity, reasons: [...this.executor.info.parity.reasons] },
+      idempotency_key: req.idempotencyKey ?? null,
+    };
+  }
+
+  /** A sync (or stream) run: the caller waits for the outcome. */
   async invoke(req: InvokeRequest): Promise<InvokeResult> {
+    const resolved = this.resolve(req.tenant, req.snippet, req.env, req.version);
     if (req.idempotencyKey) {
       const earlier = this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey);
       if (earlier) {
-        const named = this.deps.repo.read((db) => this.snippets.find(db, req.tenant, req.snippet));
-        if (!named || named.id !== earlier.snippet_id) {
-          throw new ApiError(422, 'idempotency_key_reused', 'Idempotency-Key reused', `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`);
-        }
-        if (earlier.status === 'running' || earlier.status === 'queued') {
-          throw conflict(`the invocation ${earlier.id} with this Idempotency-Key is still running; ask again when it has finished`);
-        }
-        return { record: earlier, result: null, replayed: true };
+        this.checkReplay(req.tenant, resolved.snippet.id, earlier);
+        return this.syncReplay(earlier);
       }
     }
-    const resolved = this.resolve(req.tenant, req.snippet, req.env, req.version);
-    const { snippet, version } = resolved;
-    const limits: RunLimits = {
-      timeout_ms: req.overrides?.timeout_ms ?? version.timeout_ms,
-      max_memory_mb: req.overrides?.max_memory_mb ?? version.max_memory_mb,
-      max_cpu_percent: req.overrides?.max_cpu_percent ?? version.max_cpu_percent,
-    };
     const release = this.admit(req.tenant);
     try {
-      const record = await this.invocations.start({
-        tenant_id: req.tenant.id,
-        snippet_id: snippet.id,
-        snippet: snippet.name,
-        version: version.version,
-        env: resolved.env,
-        mode: req.mode,
-        limits,
-        overridden: !!req.overrides && Object.keys(req.overrides).length > 0,
-        parity: { ...this.executor.info.parity, reasons: [...this.executor.info.parity.reasons] },
-        idempotency_key: req.idempotencyKey ?? null,
-      });
-      const controller = new AbortController();
-      this.controllers.set(record.id, controller);
-      const onAbort = () => controller.abort();
-      req.signal?.addEventListener('abort', onAbort, { once: true });
-      let result: ExecutionResult;
-      try {
-        result = await this.executor.run(
-          {
-            invocationId: record.id,
-            tenantId: req.tenant.id,
-            snippetId: snippet.id,
-            version: version.version,
-            runtime: snippet.runtime,
-            bundle: {
-              sha256: version.sha256,
-              entrypoint: version.entrypoint,
-              load: () => this.snippets.readFiles(version),
-            },
-            limits,
-            input: req.input,
-            env: {
-              ...this.secrets.reveal(req.tenant),
-              SVC_INVOCATION_ID: record.id,
-              SVC_SNIPPET: snippet.name,
-              SVC_VERSION: String(version.version),
-              SVC_ENV: resolved.env ?? '',
-            },
-          },
-          { onChunk: req.onChunk, onCall: (op, args) => this.hostCall(req.tenant, op, args) },
-          controller.signal,
-        );
-      } finally {
-        req.signal?.removeEventListener('abort', onAbort);
-        this.controllers.delete(record.id);
+      const { record, earlier } = await this.invocations.create(this.newInvocation(req, resolved), { status: 'running', durable: false });
+      if (earlier) {
+        this.checkReplay(req.tenant, resolved.snippet.id, earlier); // lost a race with the same key
+        return this.syncReplay(earlier);
       }
+      const result = await this.execute(req.tenant, record, req.input, req);
       const finished = await this.invocations.finish(record.id, result);
       return { record: finished, result, replayed: false };
     } finally {
@@ -179,10 +176,56 @@ export class InvokeService {
     }
   }
 
-  /** Cancels a running invocation of the tenant; false when it is not running (any more). */
-  cancel(tenant: TenantRecord, id: string): boolean {
-    const rec = this.invocations.find(tenant, id);
-    const controller = this.controllers.get(rec.id);
+  /**
+   * Runs a recorded invocation's code (the caller holds the tenant's slot). Cancellable through
+   * `cancel` from the moment it is called, even before the sandbox is ready.
+   */
+  async execute(tenant: TenantRecord, record: InvocationRecord, input: Record<string, unknown>, hooks: RunHooks = {}): Promise<ExecutionResult> {
+    const controller = new AbortController();
+    this.controllers.set(record.id, controller);
+    const onAbort = () => controller.abort();
+    hooks.signal?.addEventListener('abort', onAbort, { once: true });
+    if (hooks.signal?.aborted) controller.abort();
+    const [runtime, version] = this.deps.repo.read((db) => [
+      db.snippets.find((s) => s.id === record.snippet_id)?.runtime,
+      db.versions.find((v) => v.snippet_id === record.snippet_id && v.version === record.version),
+    ]);
+    try {
+      if (!runtime || !version) return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
+      return await this.executor.run(
+        {
+          invocationId: record.id,
+          tenantId: tenant.id,
+          snippetId: record.snippet_id,
+          version: version.version,
+          runtime,
+          bundle: {
+            sha256: version.sha256,
+            entrypoint: version.entrypoint,
+            load: () => this.snippets.readFiles(version),
+          },
+          limits: record.limits,
+          input,
+          env: {
+            ...this.secrets.reveal(tenant),
+            SVC_INVOCATION_ID: record.id,
+            SVC_SNIPPET: record.snippet,
+            SVC_VERSION: String(version.version),
+            SVC_ENV: record.env ?? '',
+          },
+        },
+        { onChunk: hooks.onChunk, onCall: (op, args) => this.hostCall(tenant, op, args) },
+        controller.signal,
+      );
+    } finally {
+      hooks.signal?.removeEventListener('abort', onAbort);
+      this.controllers.delete(record.id);
+    }
+  }
+
+  /** Aborts a run in progress; false when none runs under this id. */
+  abort(id: string): boolean {
+    const controller = this.controllers.get(id);
     if (!controller) return false;
     controller.abort();
     return true;
@@ -224,4 +267,18 @@ export class InvokeService {
         throw Object.assign(new Error('integrations arrive with the agents issue'), { code: 'not_implemented' });
     }
   }
+}
+
+/** The result of a run that never reached a sandbox. */
+function notRun(record: InvocationRecord, outcome: Outcome, message: string): ExecutionResult {
+  return {
+    outcome,
+    error: { code: outcome, message },
+    usage: { duration_ms: 0, init_ms: 0, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 0 },
+    timeline: [],
+    logs: '',
+    logs_truncated: false,
+    parity: { status: record.parity.status, reasons: [...record.parity.reasons] },
+    warm: false,
+  };
 }

@@ -14,6 +14,9 @@ export const LOCAL_TENANT = 'local';
 
 const keyContext = (k: { id: string; tenant_id: string }) => `api_key:${k.tenant_id}:${k.id}`;
 const webhookContext = (t: { id: string }) => `webhook_secret:${t.id}`;
+const previousContext = (t: { id: string }) => `previous_webhook_secret:${t.id}`;
+/** How long a rotated-out webhook secret keeps signing. */
+export const PREVIOUS_SECRET_GRACE_MS = 24 * 3600 * 1000;
 
 export interface TenantView {
   id: string;
@@ -66,6 +69,8 @@ export class TenantService {
         caps: { ...DEFAULT_TENANT_CAPS },
         webhook_secret: secretBox.seal(newWebhookSecret(), webhookContext({ id })),
         webhook_secret_created_at: now,
+        previous_webhook_secret: null,
+        previous_webhook_secret_expires_at: null,
         created_at: now,
       };
       db.tenants.push(tenant);
@@ -157,15 +162,35 @@ export class TenantService {
     };
   }
 
+  /**
+   * A new signing secret. The old one keeps signing (as a second `v1,` signature) for 24 h, so
+   * receivers can switch over without dropping a delivery.
+   */
   async rotateWebhookSecret(tenant: TenantRecord): Promise<{ secret: string; created_at: string }> {
     const secret = newWebhookSecret();
     const { secretBox, clock } = this.deps;
     return this.deps.repo.mutate((db) => {
       const t = db.tenants.find((x) => x.id === tenant.id);
       if (!t) throw notFound('tenant', tenant.name);
+      const now = clock();
+      t.previous_webhook_secret = secretBox.seal(secretBox.open(t.webhook_secret, webhookContext(t)), previousContext(t));
+      t.previous_webhook_secret_expires_at = new Date(now.getTime() + PREVIOUS_SECRET_GRACE_MS).toISOString();
       t.webhook_secret = secretBox.seal(secret, webhookContext(t));
-      t.webhook_secret_created_at = nowIso(clock);
+      t.webhook_secret_created_at = now.toISOString();
       return { secret, created_at: t.webhook_secret_created_at };
     });
+  }
+
+  /** The secrets a callback is signed with now: the current one first, then the previous one during its grace. */
+  signingSecrets(tenantId: string): string[] {
+    const t = this.byId(tenantId);
+    if (!t) return [];
+    const { secretBox, clock } = this.deps;
+    const secrets = [secretBox.open(t.webhook_secret, webhookContext(t))];
+    const expires = t.previous_webhook_secret_expires_at;
+    if (t.previous_webhook_secret && expires && Date.parse(expires) > clock().getTime()) {
+      secrets.push(secretBox.open(t.previous_webhook_secret, previousContext(t)));
+    }
+    return secrets;
   }
 }

@@ -8,7 +8,21 @@ type Doc = Record<string, unknown>;
 const steps: Record<number, (doc: Doc) => Doc> = {
   0: (doc) => ({ ...doc, integrations: doc.integrations ?? [], schema_version: 1 }),
   1: (doc) => ({ ...doc, invocations: doc.invocations ?? [], schema_version: 2 }),
+  // Async mode: webhook key rotation on tenants; attempts, callbacks and parity warnings on invocations.
+  2: (doc) => ({
+    ...doc,
+    tenants: list(doc.tenants).map((t) => ({ previous_webhook_secret: null, previous_webhook_secret_expires_at: null, ...t })),
+    invocations: list(doc.invocations).map((i) => ({
+      attempts: i.status === 'queued' ? 0 : 1,
+      callback: null,
+      parity_warnings: [],
+      ...i,
+    })),
+    schema_version: 3,
+  }),
 };
+
+const list = (v: unknown): Doc[] => (Array.isArray(v) ? (v as Doc[]) : []);
 
 export type MigrationResult = { doc: Doc; from: number; to: number } | { error: string };
 

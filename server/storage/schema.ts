@@ -4,7 +4,7 @@ import { z } from 'zod';
  * The shape of `db.json`. Parsed with these schemas on every load, so a hand-edited file that no longer
  * fits is reported field by field instead of failing later somewhere deep.
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 const isoTime = z.string().datetime({ offset: true });
 
@@ -22,6 +22,9 @@ export const TenantRecord = z.object({
   /** Sealed with the secret box; `whsec_…` once opened. */
   webhook_secret: z.string(),
   webhook_secret_created_at: isoTime,
+  /** The secret before the last rotation, still signing (as a second signature) until it expires. */
+  previous_webhook_secret: z.string().nullable(),
+  previous_webhook_secret_expires_at: isoTime.nullable(),
   created_at: isoTime,
 });
 
@@ -112,6 +115,26 @@ export const IntegrationRecord = z.object({
   updated_at: isoTime,
 });
 
+/** One POST of a callback: what the receiver answered, or why nothing was answered. */
+export const DeliveryRecord = z.object({
+  at: isoTime,
+  status_code: z.number().int().nullable(),
+  error: z.string().nullable(),
+  duration_ms: z.number(),
+  /** False for a redelivery asked for through the API (outside the retry schedule). */
+  scheduled: z.boolean(),
+});
+
+export const CallbackRecord = z.object({
+  url: z.string(),
+  /** The Standard Webhooks `webhook-id`: the same for every attempt and redelivery. */
+  webhook_id: z.string(),
+  /** pending: waiting for the run to end or for the next attempt; delivered: a 2xx came back; failed: gave up. */
+  status: z.enum(['pending', 'delivered', 'failed']),
+  deliveries: z.array(DeliveryRecord),
+  next_attempt_at: isoTime.nullable(),
+});
+
 export const InvocationRecord = z.object({
   id: z.string(),
   tenant_id: z.string(),
@@ -148,6 +171,14 @@ export const InvocationRecord = z.object({
   timeline: z.array(z.object({ t_ms: z.number(), memory_mb: z.number(), cpu_percent: z.number(), throttled: z.boolean() })).optional(),
   timeline_blob: z.string().nullable(),
   idempotency_key: z.string().nullable(),
+  /** Runs started (async jobs that were running when the core died run again: at-least-once). */
+  attempts: z.number().int().min(0),
+  /** An async job's input, kept until it has run (small inline, large in a blob). */
+  input: z.record(z.string(), z.unknown()).optional(),
+  input_blob: z.string().optional(),
+  callback: CallbackRecord.nullable(),
+  /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */
+  parity_warnings: z.array(z.string()),
   created_at: isoTime,
   started_at: isoTime.nullable(),
   finished_at: isoTime.nullable(),
@@ -178,6 +209,8 @@ export type SecretRecord = z.infer<typeof SecretRecord>;
 export type StoreRecord = z.infer<typeof StoreRecord>;
 export type IntegrationRecord = z.infer<typeof IntegrationRecord>;
 export type InvocationRecord = z.infer<typeof InvocationRecord>;
+export type CallbackRecord = z.infer<typeof CallbackRecord>;
+export type DeliveryRecord = z.infer<typeof DeliveryRecord>;
 export type DbData = z.infer<typeof DbData>;
 
 export const emptyDb = (): DbData => ({

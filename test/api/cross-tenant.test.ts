@@ -84,6 +84,7 @@ const rows: Row[] = [
   { name: 'GET invocation', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}`, knownBefore: false },
   { name: 'GET invocation logs', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}/logs`, knownBefore: false },
   { name: 'POST cancel invocation', method: 'POST', path: (i) => `/v1/invocations/${i.invocation}/cancel`, knownBefore: false },
+  { name: 'POST redeliver callback', method: 'POST', path: (i) => `/v1/invocations/${i.invocation}/callback/redeliver`, knownBefore: false },
 ];
 
 const aIds = () => ({ ...A, snippet: A.snippet });

@@ -969,6 +969,99 @@ describe('invoke and invocations (the HTTP surface; limits and sandboxes are in 
   });
 });
 
+describe('async mode, callbacks and the callback inbox (the HTTP surface; delivery semantics in async.test.ts)', () => {
+  const admin = () => ({ key: core.admin });
+  async function settled(id: string, until: (rec: any) => boolean) {
+    let rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+    for (let i = 0; i < 200 && !until(rec); i++) {
+      await sleep(25);
+      rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+    }
+    return rec;
+  }
+
+  it('202 after storing, the record, a verified callback in the inbox, redelivery with the same webhook-id', async () => {
+    await createSnippet('inv-async');
+    await createVersion('inv-async', { code: 'export default async function handler(input) { return { got: input }; }\n' });
+    const callback = `${core.url}/_emu/inbox/routes-test`;
+    const r = await core.call('POST', '/v1/invoke/inv-async', { a: 1, callback_url: callback }, { headers: { 'x-invoke-mode': 'async' } });
+    expect(r.status, r.text).toBe(202);
+    const id = r.json.invocation_id;
+    expect(r.json).toEqual({ invocation_id: id, status: 'queued', status_url: `/v1/invocations/${id}` });
+    expect(r.headers.get('location')).toBe(`/v1/invocations/${id}`);
+    expect(r.headers.get('x-invocation-id')).toBe(id);
+    expect(r.headers.get('x-snippet-version')).toBe('1');
+
+    const rec = await settled(id, (x) => x.callback?.status === 'delivered');
+    expect(rec).toMatchObject({ mode: 'async', status: 'succeeded', outcome: 'success', attempts: 1, output: { got: { a: 1 } } });
+    expect(rec.callback).toMatchObject({ url: callback, status: 'delivered', attempts: 1, webhook_id: expect.stringMatching(/^msg_/) });
+    expect(rec.callback.last_attempt.status_code).toBe(200);
+    // loopback is allowed under the default local profile, and the record says production would refuse it
+    expect(rec.parity_warnings.join(' ')).toMatch(/production would refuse.*127\.0\.0\.1.*loopback/);
+
+    const inbox = await core.call('GET', '/_emu/inbox/routes-test', undefined, admin());
+    expect(inbox.status).toBe(200);
+    expect(inbox.json.data).toHaveLength(1);
+    const got = inbox.json.data[0];
+    expect(got.signature).toEqual({ verified: true, tenant: 'local', timestamp_ok: true, reason: null });
+    expect(got.headers['webhook-id']).toBe(rec.callback.webhook_id);
+    expect(got.json).toMatchObject({ id, status: 'succeeded', output: { got: { a: 1 } } });
+
+    const again = await core.call('POST', `/v1/invocations/${id}/callback/redeliver`);
+    expect(again.status, again.text).toBe(200);
+    expect(again.json.callback).toMatchObject({ status: 'delivered', attempts: 2 });
+    const twice = await core.call('GET', '/_emu/inbox/routes-test', undefined, admin());
+    expect(twice.json.data.map((d: any) => d.headers['webhook-id'])).toEqual([rec.callback.webhook_id, rec.callback.webhook_id]);
+    const emu = await core.call('GET', `/_emu/invocations/${id}`, undefined, admin());
+    expect(emu.json.callback_deliveries.map((d: any) => d.scheduled)).toEqual([true, false]);
+
+    // a sync invocation has no callback to redeliver
+    const sync = await core.call('POST', '/v1/invoke/inv-async', {});
+    expectProblem(await core.call('POST', `/v1/invocations/${sync.headers.get('x-invocation-id')}/callback/redeliver`), 409, 'conflict');
+  });
+
+  it('a callback_url that is not an http(s) URL is 422 naming body.callback_url; nothing is queued', async () => {
+    const before = (await core.call('GET', '/v1/invocations?snippet=inv-async')).json.data.length;
+    for (const url of ['ftp://example.com/x', 'not a url', 42]) {
+      const r = await core.call('POST', '/v1/invoke/inv-async', { callback_url: url }, { headers: { 'x-invoke-mode': 'async' } });
+      expectProblem(r, 422, 'validation_failed');
+      expect(r.json.errors[0].location).toBe('body.callback_url');
+    }
+    expect((await core.call('GET', '/v1/invocations?snippet=inv-async')).json.data.length).toBe(before);
+  });
+
+  it('the inbox answers the status chosen (for a number of deliveries, or by ?status=), lists and clears', async () => {
+    const put = await core.call('PUT', '/_emu/inbox/rehearse/response', { status: 503, times: 1, retry_after_seconds: 7 }, admin());
+    expect(put.status, put.text).toBe(200);
+    expect(put.json).toEqual({ status: 503, times: 1, retry_after_seconds: 7 });
+    const first = await core.call('POST', '/_emu/inbox/rehearse', { hi: 1 }, { key: null });
+    expect(first.status).toBe(503);
+    expect(first.headers.get('retry-after')).toBe('7');
+    expect((await core.call('POST', '/_emu/inbox/rehearse', { hi: 2 }, { key: null })).status).toBe(200);
+    expect((await core.call('POST', '/_emu/inbox/rehearse?status=410', 'plain text', { key: null, raw: 'plain text', headers: { 'content-type': 'text/plain' } })).status).toBe(410);
+
+    const got = await core.call('GET', '/_emu/inbox/rehearse', undefined, admin());
+    expect(got.json.data.map((d: any) => d.answered)).toEqual([410, 200, 503]);
+    expect(got.json.data[0]).toMatchObject({ body: 'plain text', json: null, query: 'status=410' });
+    expect(got.json.data[2].signature).toMatchObject({ verified: false, tenant: null, reason: 'missing webhook-id header' });
+    const list = await core.call('GET', '/_emu/inbox', undefined, admin());
+    expect(list.json.data.find((i: any) => i.name === 'rehearse')).toMatchObject({ deliveries: 3 });
+    expect((await core.call('DELETE', '/_emu/inbox/rehearse', undefined, admin())).status).toBe(204);
+    expect((await core.call('GET', '/_emu/inbox/rehearse', undefined, admin())).json.data).toEqual([]);
+
+    expectProblem(await core.call('GET', '/_emu/inbox/rehearse'), 401, 'unauthenticated');
+    expectProblem(await core.call('PUT', '/_emu/inbox/rehearse/response', { status: 99 }, admin()), 422, 'validation_failed');
+    expectProblem(await core.call('POST', '/_emu/inbox/Bad_Name', {}, { key: null }), 422, 'validation_failed');
+    expectProblem(await core.call('POST', '/_emu/inbox/x?status=99', {}, { key: null }), 400, 'validation_failed');
+  });
+
+  it('/_emu/info reports the egress profile and the async queue', async () => {
+    const info = await core.call('GET', '/_emu/info', undefined, admin());
+    expect(info.json.egress).toEqual({ profile: 'local', allow: [] });
+    expect(info.json.async_queue).toMatchObject({ max_workers: 8 });
+  });
+});
+
 describe('coverage', () => {
   // Runs last: every declared route was driven to a success by the tests above, as /metrics counted.
   it('every declared route answered a 2xx in this file', async () => {

@@ -161,19 +161,31 @@ describe('with a running core', () => {
     expect(noEnv.stderr).toMatch(/^svc-emu: invoke hello: .*\(404 not_found\)/);
   });
 
-  it('an unknown snippet, and --async / --stream (501 today) exit 1 with the reason', async () => {
+  it('an unknown snippet, and --stream (501 today) exit 1 with the reason', async () => {
     const unknown = await cli(['invoke', 'nope', ...dd]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^svc-emu: invoke nope: .*nope.*\(404 not_found\)\n$/);
 
-    for (const mode of ['async', 'stream']) {
-      const r = await cli(['invoke', 'hello', `--${mode}`, ...dd]);
-      expect(r.code, mode).toBe(1);
-      expect(r.stdout).toBe('');
-      expect(r.stderr).toContain(`${mode} mode is not built into this emulator yet (501 not_implemented)`);
-      const j = await cli(['invoke', 'hello', `--${mode}`, '--json', ...dd]);
-      expect(JSON.parse(j.stderr)).toMatchObject({ code: 'not_implemented', status: 501 });
+    const r = await cli(['invoke', 'hello', '--stream', ...dd]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('stream mode is not built into this emulator yet (501 not_implemented)');
+    const j = await cli(['invoke', 'hello', '--stream', '--json', ...dd]);
+    expect(JSON.parse(j.stderr)).toMatchObject({ code: 'not_implemented', status: 501 });
+  });
+
+  it('--async queues the run and prints where to read it; the job then succeeds', async () => {
+    const r = await cli(['invoke', 'hello', '--async', '--version', '1', '--data', '{"name":"later"}', '--json', ...dd]);
+    expect(r.code, r.stderr).toBe(0);
+    const queued = JSON.parse(r.stdout) as { invocation_id: string; status: string; status_url: string };
+    expect(queued.status).toBe('queued');
+    expect(queued.status_url).toBe(`/v1/invocations/${queued.invocation_id}`);
+    let rec = (await core.call('GET', queued.status_url)).json;
+    for (let i = 0; i < 200 && rec.status !== 'succeeded' && rec.status !== 'failed'; i++) {
+      await new Promise((res) => setTimeout(res, 25));
+      rec = (await core.call('GET', queued.status_url)).json;
     }
+    expect(rec).toMatchObject({ status: 'succeeded', mode: 'async', attempts: 1, output: { hello: 'later' } });
   });
 
   it('usage errors exit 2 even with a core running, and nothing runs', async () => {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmulator, type RunningEmulator } from '../../server';
+import { startEmulator, type EmulatorConfig, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 
 export const PROJECT_ROOT = join(__dirname, '..', '..');
@@ -57,7 +57,9 @@ export async function request(url: string, method: string, path: string, body?: 
 }
 
 /** A core on port 0 with a fresh temp data dir (or the given one). */
-export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean; workspace?: string } = {}): Promise<TestCore> {
+export async function startTestCore(
+  opts: { dataDir?: string; keepDir?: boolean; workspace?: string; config?: Partial<EmulatorConfig> } = {},
+): Promise<TestCore> {
   const dataDir = opts.dataDir ?? (await tempDir());
   const logs: string[] = [];
   const emu = await startEmulator({
@@ -67,6 +69,7 @@ export async function startTestCore(opts: { dataDir?: string; keepDir?: boolean;
     storeSweepMs: 50,
     projectRoot: PROJECT_ROOT,
     ...(opts.workspace ? { workspace: opts.workspace } : {}),
+    ...opts.config,
   });
   const key = emu.localApiKey!;
   return {

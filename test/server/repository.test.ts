@@ -52,6 +52,8 @@ function tenant(i: number): TenantRecord {
     caps: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10, max_concurrency: 2 },
     webhook_secret: 'v1.sealed',
     webhook_secret_created_at: T0,
+    previous_webhook_secret: null,
+    previous_webhook_secret_expires_at: null,
     created_at: T0,
   };
 }

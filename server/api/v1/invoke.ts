@@ -5,7 +5,7 @@ import { secretEquals } from '../../ids';
 import { ok, problems } from '../common';
 import { PageQuery, page } from '../schemas';
 import type { Outcome } from '../../../executor';
-import type { InvocationView } from '../../services/invocations';
+import type { InvocationRecord } from '../../storage/schema';
 
 /** Sync outcome → HTTP status (API.md). */
 export const OUTCOME_STATUS: Record<Exclude<Outcome, 'success'>, number> = {
@@ -56,6 +56,19 @@ const InvokeQuery = z.object({
     .meta({ description: 'Explicit version (wins over env).' }),
 });
 
+const CallbackInfo = z
+  .object({
+    url: z.string(),
+    status: z.enum(['pending', 'delivered', 'failed']).meta({
+      description: 'pending: waiting for the run to end or for the next attempt; delivered: a 2xx came back; failed: the retries ran out, 410 Gone, or the target was refused.',
+    }),
+    attempts: z.number().int(),
+    webhook_id: z.string().meta({ description: 'The `webhook-id` header: the same on every attempt and redelivery.' }),
+    next_attempt_at: z.string().nullable(),
+    last_attempt: z.object({ at: z.string(), status_code: z.number().int().nullable(), error: z.string().nullable() }).nullable(),
+  })
+  .meta({ id: 'Callback' });
+
 export const Invocation = z
   .object({
     id: z.string(),
@@ -75,11 +88,21 @@ export const Invocation = z
     created_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
-    callback: z.object({ url: z.string(), status: z.string(), attempts: z.number().int() }).nullable(),
+    attempts: z.number().int().meta({ description: 'Runs started: an async job interrupted by a crash of the service runs again (at-least-once), so 2 or more means it may have run twice.' }),
+    callback: CallbackInfo.nullable(),
+    parity_warnings: z.array(z.string()).meta({ description: 'Where production would behave differently (emulator only).' }),
   })
   .meta({ id: 'Invocation' });
 
-const runHeaders = (v: InvocationView) => ({
+const Queued = z
+  .object({
+    invocation_id: z.string(),
+    status: z.enum(['queued', 'running', 'succeeded', 'failed']),
+    status_url: z.string().meta({ description: 'Where the invocation can be read: `/v1/invocations/{id}`.' }),
+  })
+  .meta({ id: 'QueuedInvocation' });
+
+const runHeaders = (v: Pick<InvocationRecord, 'id' | 'version' | 'env'>) => ({
   'X-Invocation-Id': v.id,
   'X-Snippet-Version': String(v.version),
   'X-Snippet-Env': v.env ?? 'none',
@@ -89,13 +112,14 @@ export const invokeRoutes = [
   defineRoute({
     method: 'post', path: '/v1/invoke/{snippet}', auth: 'tenant', tag: 'Invoke', summary: 'Invoke a snippet',
     description:
-      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). A repeat with the same `Idempotency-Key` within 24 h answers the earlier invocation instead of running again. Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
+      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). A repeat with the same `Idempotency-Key` within 24 h answers the earlier invocation instead of running again. Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Async (`X-Invoke-Mode: async`): 202 once the job is stored durably; `callback_url` (taken out of the input) receives the finished record, signed per Standard Webhooks; a callback target production would refuse is a 422 `callback_url_refused` under the emulator’s production egress profile. A replay answers with `Idempotent-Replayed: true`. Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
     params: InvokeParams, query: InvokeQuery,
     body: z.record(z.string(), z.unknown()).meta({ description: 'The handler’s input (a JSON object).' }),
     bodyOptional: true,
     responses: {
       200: ok('The handler’s return value (sync).'),
-      ...problems(400, 401, 404, 413, 415, 422),
+      202: ok('Queued (async): stored durably before this answer. `Location` names the invocation.', Queued),
+      ...problems(400, 401, 404, 409, 413, 415, 422),
       429: ok('The tenant’s max_concurrency is reached; see Retry-After.'),
       500: ok('handler_error or oom_killed (problem+json with invocation_id).'),
       504: ok('timeout (problem+json with invocation_id).'),
@@ -109,8 +133,8 @@ export const invokeRoutes = [
           errors: [{ location: 'header.x-invoke-mode', message: 'must be async or stream (absent = sync)' }],
         });
       }
-      if (mode !== 'sync') {
-        throw new ApiError(501, 'not_implemented', 'Not implemented', `${mode} mode is not built into this emulator yet`);
+      if (mode === 'stream') {
+        throw new ApiError(501, 'not_implemented', 'Not implemented', 'stream mode is not built into this emulator yet');
       }
       const overrides = parseLimitOverrides(ctx.get('x-emu-limits'), ctx.get('x-emu-admin'), services.facts.adminToken);
       const idempotencyKey = ctx.get('idempotency-key') || null;
@@ -119,7 +143,29 @@ export const invokeRoutes = [
           errors: [{ location: 'header.idempotency-key', message: 'must be 1–255 printable ASCII characters' }],
         });
       }
-      const { record } = await services.invoke.invoke({
+      if (mode === 'async') {
+        // API.md: `callback_url` is taken out of the input in async mode.
+        const { callback_url: callbackUrl, ...input } = body;
+        const parityWarnings = callbackUrl === undefined ? [] : await services.callbacks.vet(callbackUrl);
+        const { record, replayed } = await services.async.submit({
+          tenant,
+          snippet: params.snippet,
+          env: query.env,
+          version: query.version,
+          input,
+          overrides,
+          idempotencyKey,
+          callbackUrl: (callbackUrl as string | undefined) ?? null,
+          parityWarnings,
+        });
+        const statusUrl = `/v1/invocations/${record.id}`;
+        return {
+          status: 202,
+          body: { invocation_id: record.id, status: record.status, status_url: statusUrl },
+          headers: { Location: statusUrl, ...runHeaders(record), ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) },
+        };
+      }
+      const { record, replayed } = await services.invoke.invoke({
         idempotencyKey,
         tenant,
         snippet: params.snippet,
@@ -130,7 +176,8 @@ export const invokeRoutes = [
         overrides,
       });
       const view = await services.invocations.view(record);
-      if (record.outcome === 'success') return { status: 200, body: view.output, headers: runHeaders(view) };
+      const headers = { ...runHeaders(record), ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) };
+      if (record.outcome === 'success') return { status: 200, body: view.output, headers };
       const outcome = (record.outcome ?? 'failed') as Exclude<Outcome, 'success'>;
       throw new ApiError(
         OUTCOME_STATUS[outcome],
@@ -138,7 +185,7 @@ export const invokeRoutes = [
         OUTCOME_TITLE[outcome],
         view.error?.message ?? outcome,
         { invocation_id: view.id, ...(view.error?.stack ? { stack: view.error.stack } : {}) },
-        runHeaders(view),
+        headers,
       );
     },
   }),
@@ -177,12 +224,29 @@ export const invokeRoutes = [
     }),
   }),
   defineRoute({
-    method: 'post', path: '/v1/invocations/{id}/cancel', auth: 'tenant', tag: 'Invocations', summary: 'Cancel a running invocation',
+    method: 'post', path: '/v1/invocations/{id}/cancel', auth: 'tenant', tag: 'Invocations', summary: 'Cancel an invocation',
+    description:
+      'A queued async job never runs (`cancelled`: its outcome is `cancelled` at once); a running invocation is killed (`cancelling`: its outcome becomes `cancelled`). A finished one is a 409.',
     params: z.object({ id: z.string() }),
-    responses: { 202: ok('Cancellation requested.', z.object({ id: z.string(), status: z.string() })), ...problems(401, 404, 409) },
-    handler: ({ services, tenant, params }) => {
-      if (!services.invoke.cancel(tenant, params.id)) throw new ApiError(409, 'conflict', 'Conflict', `invocation '${params.id}' is not running`);
-      return { status: 202, body: { id: params.id, status: 'cancelling' } };
+    responses: {
+      202: ok('Cancelled, or being cancelled.', z.object({ id: z.string(), status: z.enum(['cancelled', 'cancelling']) })),
+      ...problems(401, 404, 409),
     },
+    handler: async ({ services, tenant, params }) => ({
+      status: 202,
+      body: { id: params.id, status: await services.async.cancel(tenant, params.id) },
+    }),
+  }),
+  defineRoute({
+    method: 'post', path: '/v1/invocations/{id}/callback/redeliver', auth: 'tenant', tag: 'Invocations',
+    summary: 'Send the callback again now',
+    description:
+      'POSTs the invocation record to its `callback_url` once more, outside the retry schedule, with the same `webhook-id` (receivers deduplicate on it). 409 when the invocation has no callback or has not finished.',
+    params: z.object({ id: z.string() }),
+    responses: { 200: ok('The invocation after the attempt.', Invocation), ...problems(401, 404, 409) },
+    handler: async ({ services, tenant, params }) => ({
+      status: 200,
+      body: await services.invocations.view(await services.callbacks.redeliver(tenant, params.id)),
+    }),
   }),
 ];

@@ -1,0 +1,165 @@
+import { performance } from 'node:perf_hooks';
+import { ApiError } from '../errors';
+import { AsyncQueue } from '../queue/async-queue';
+import type { Logger } from '../logger';
+import type { InvocationRecord, TenantRecord } from '../storage/schema';
+import type { InvocationService } from './invocations';
+import type { InvokeRequest, InvokeService } from './invoke';
+import type { TenantService } from './tenants';
+import type { CallbackService } from './callbacks';
+
+export interface SubmitRequest extends Omit<InvokeRequest, 'mode' | 'signal' | 'onChunk'> {
+  callbackUrl: string | null;
+  /** From vetting the callback URL: where production would behave differently. */
+  parityWarnings: string[];
+}
+
+export interface AsyncOptions {
+  /** Async jobs running at once on this host, all tenants together. */
+  maxWorkers: number;
+  logger: Logger;
+}
+
+/**
+ * Async mode: an invocation is stored as a `queued` record (durably, before the 202), run by a worker
+ * when its tenant has a free slot, finished, and then its callback is delivered. The record is the
+ * job: after a crash, `recover` puts `queued` and interrupted `running` jobs back in the queue.
+ */
+export class AsyncService {
+  private readonly queue: AsyncQueue;
+  /** Monotonic time each job was queued, for the enqueue-to-start measurement. */
+  private readonly queuedAt = new Map<string, number>();
+  private readonly controllers = new Map<string, AbortController>();
+  private readonly startListeners = new Set<(id: string, waitedMs: number) => void>();
+  private closing = false;
+  private recovered: { id: string; tenant_id: string }[] = [];
+
+  constructor(
+    private readonly invoke: InvokeService,
+    private readonly invocations: InvocationService,
+    private readonly tenants: TenantService,
+    private readonly callbacks: CallbackService,
+    private readonly opts: AsyncOptions,
+  ) {
+    this.queue = new AsyncQueue({
+      slots: invoke.slots,
+      capOf: (tenantId) => invoke.capOf(tenantId),
+      maxWorkers: opts.maxWorkers,
+      run: (id) => this.run(id),
+    });
+  }
+
+  /** Stores the job (on disk before this resolves) and queues it; an Idempotency-Key repeat returns the first one. */
+  async submit(req: SubmitRequest): Promise<{ record: InvocationRecord; replayed: boolean }> {
+    const resolved = this.invoke.resolve(req.tenant, req.snippet, req.env, req.version);
+    const { record, earlier } = await this.invocations.create(
+      {
+        ...this.invoke.newInvocation({ ...req, mode: 'async' }, resolved),
+        input: req.input,
+        callbackUrl: req.callbackUrl,
+        parityWarnings: req.parityWarnings,
+      },
+      { status: 'queued', durable: true },
+    );
+    if (earlier) {
+      this.invoke.checkReplay(req.tenant, resolved.snippet.id, earlier);
+      return { record: earlier, replayed: true };
+    }
+    const submitted = { ...record }; // as stored: the live record moves on once a worker takes it
+    this.enqueue(record);
+    return { record: submitted, replayed: false };
+  }
+
+  /**
+   * On start, before the core takes requests: sync and stream runs a dead core left `running` failed;
+   * async jobs it left `running` are queued again (at-least-once).
+   */
+  async recover(): Promise<{ queued: number; requeued: number; failed: number }> {
+    const { queued, requeued, failed } = await this.invocations.recover();
+    this.recovered = queued;
+    if (queued.length || failed) this.opts.logger.log('info', 'async jobs recovered', { queued: queued.length, requeued, failed });
+    return { queued: queued.length, requeued, failed };
+  }
+
+  /** Once the core listens: the recovered jobs run, and callbacks still due go out (perhaps to our own inbox). */
+  start(): void {
+    for (const job of this.recovered.splice(0)) this.enqueue(job);
+    this.callbacks.recover();
+  }
+
+  /**
+   * Cancels the tenant's invocation: a queued job never runs (`cancelled` at once); a running one is
+   * killed (`cancelling`, then outcome `cancelled`). A finished one is a 409.
+   */
+  async cancel(tenant: TenantRecord, id: string): Promise<'cancelled' | 'cancelling'> {
+    const rec = this.invocations.find(tenant, id);
+    if (this.queue.remove(rec.id)) {
+      this.queuedAt.delete(rec.id);
+      const cancelled = await this.invocations.cancelQueued(rec.id);
+      if (cancelled?.callback) this.callbacks.schedule(cancelled.id);
+      return 'cancelled';
+    }
+    const controller = this.controllers.get(rec.id);
+    if (controller) {
+      controller.abort();
+      return 'cancelling';
+    }
+    if (this.invoke.abort(rec.id)) return 'cancelling';
+    const current = this.invocations.find(tenant, id);
+    throw new ApiError(409, 'conflict', 'Conflict', `invocation '${id}' has finished (${current.outcome ?? current.status}); there is nothing to cancel`);
+  }
+
+  stats() {
+    return this.queue.stats();
+  }
+
+  /** Listens to job starts (enqueue-to-start in ms, monotonic): metrics and the benchmark. */
+  onStarted(listener: (id: string, waitedMs: number) => void): () => void {
+    this.startListeners.add(listener);
+    return () => this.startListeners.delete(listener);
+  }
+
+  /** Resolves when no job runs. */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  /**
+   * Stops starting jobs. A job the shutdown interrupts is left `running` on disk, so the next start
+   * runs it again instead of recording the shutdown as its outcome.
+   */
+  close(): void {
+    this.closing = true;
+    this.queue.close();
+  }
+
+  private enqueue(job: { id: string; tenant_id: string }): void {
+    this.queuedAt.set(job.id, performance.now());
+    this.queue.push(job.tenant_id, job.id);
+  }
+
+  /** One job, start to finish. Never rejects: a fault of ours leaves the record for the next start. */
+  private async run(id: string): Promise<void> {
+    const controller = new AbortController();
+    this.controllers.set(id, controller);
+    try {
+      const queued = this.invocations.byId(id);
+      const tenant = this.tenants.byId(queued.tenant_id);
+      if (queued.status !== 'queued' || !tenant) return;
+      const record = await this.invocations.markRunning(id);
+      const input = await this.invocations.inputOf(record);
+      const waited = performance.now() - (this.queuedAt.get(id) ?? performance.now());
+      this.queuedAt.delete(id);
+      for (const listener of this.startListeners) listener(id, waited);
+      const result = await this.invoke.execute(tenant, record, input, { signal: controller.signal });
+      // Interrupted by our own shutdown, not cancelled by a user: leave it `running` to run again.
+      if (this.closing && (result.outcome === 'failed' || result.outcome === 'cancelled') && !controller.signal.aborted) return;
+      const finished = await this.invocations.finish(id, result, true);
+      if (finished.callback) this.callbacks.schedule(id);
+    } catch (err) {
+      this.opts.logger.log('error', 'async job failed inside the emulator; it runs again on the next start', { invocation_id: id, error: String(err) });
+    } finally {
+      this.controllers.delete(id);
+    }
+  }
+}
