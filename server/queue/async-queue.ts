@@ -13,16 +13,18 @@ export interface AsyncQueueOptions {
 /**
  * The scheduler of async jobs: which queued job runs next. The jobs themselves are invocation records
  * in `db.json` (status `queued`), so the queue is rebuilt from storage on start; this class only orders
- * them. Fair across tenants: one FIFO per tenant, served round-robin, so a tenant with 500 jobs waiting
- * delays another tenant's job by at most one job's run. Bounded twice: `maxWorkers` for the host, and
- * each tenant's `max_concurrency` through the slots it shares with sync and stream runs.
+ * them. Fair across tenants: one FIFO per tenant, and the next job comes from the tenant served least
+ * recently (one never served first), so a tenant with 500 jobs waiting delays another tenant's job by
+ * at most one job's run. Bounded twice: `maxWorkers` for the host, and each tenant's `max_concurrency`
+ * through the slots it shares with sync and stream runs.
  */
 export class AsyncQueue {
-  private readonly fifos = new Map<string, string[]>();
+  /** Each tenant's waiting jobs, oldest first (a tenant without waiting jobs is not in it). */
+  private readonly waiting = new Map<string, string[]>();
   private readonly tenantOf = new Map<string, string>();
-  /** Tenants with jobs waiting, in round-robin order; `next` is where the next search starts. */
-  private ring: string[] = [];
-  private next = 0;
+  /** When each tenant was last served, as a sequence number. */
+  private readonly lastServed = new Map<string, number>();
+  private served = 0;
   private active = 0;
   private closed = false;
   private readonly idleWaiters: (() => void)[] = [];
@@ -33,13 +35,9 @@ export class AsyncQueue {
 
   push(tenantId: string, id: string): void {
     if (this.closed || this.tenantOf.has(id)) return;
-    let fifo = this.fifos.get(tenantId);
-    if (!fifo) {
-      fifo = [];
-      this.fifos.set(tenantId, fifo);
-      this.ring.push(tenantId);
-    }
-    fifo.push(id);
+    const fifo = this.waiting.get(tenantId);
+    if (fifo) fifo.push(id);
+    else this.waiting.set(tenantId, [id]);
     this.tenantOf.set(id, tenantId);
     this.pump();
   }
@@ -49,15 +47,15 @@ export class AsyncQueue {
     const tenantId = this.tenantOf.get(id);
     if (tenantId === undefined) return false;
     this.tenantOf.delete(id);
-    const fifo = this.fifos.get(tenantId)!;
+    const fifo = this.waiting.get(tenantId)!;
     fifo.splice(fifo.indexOf(id), 1);
-    if (!fifo.length) this.dropTenant(tenantId);
+    if (!fifo.length) this.waiting.delete(tenantId);
     return true;
   }
 
   /** Starts waiting jobs while a worker and a tenant slot are free. */
   pump(): void {
-    while (!this.closed && this.active < this.opts.maxWorkers && this.ring.length) {
+    while (!this.closed && this.active < this.opts.maxWorkers && this.waiting.size) {
       const picked = this.pick();
       if (!picked) return; // every tenant with waiting jobs is at its cap
       this.start(picked.job, picked.release);
@@ -65,7 +63,7 @@ export class AsyncQueue {
   }
 
   stats(): { queued: number; running: number; max_workers: number; tenants_waiting: number } {
-    return { queued: this.tenantOf.size, running: this.active, max_workers: this.opts.maxWorkers, tenants_waiting: this.ring.length };
+    return { queued: this.tenantOf.size, running: this.active, max_workers: this.opts.maxWorkers, tenants_waiting: this.waiting.size };
   }
 
   /** Resolves when nothing runs (jobs may still wait behind full tenants). */
@@ -79,32 +77,20 @@ export class AsyncQueue {
     this.closed = true;
   }
 
-  /** The next tenant in round-robin order that has a free slot, and its oldest job. */
+  /** The least recently served tenant that has a free slot, and its oldest job. */
   private pick(): { job: string; release: () => void } | null {
-    for (let tried = 0; tried < this.ring.length; tried++) {
-      const index = (this.next + tried) % this.ring.length;
-      const tenantId = this.ring[index]!;
+    const order = [...this.waiting.keys()].sort((a, b) => (this.lastServed.get(a) ?? -1) - (this.lastServed.get(b) ?? -1));
+    for (const tenantId of order) {
       const release = this.opts.slots.tryAcquire(tenantId, this.opts.capOf(tenantId));
       if (!release) continue;
-      const fifo = this.fifos.get(tenantId)!;
+      const fifo = this.waiting.get(tenantId)!;
       const job = fifo.shift()!;
       this.tenantOf.delete(job);
-      if (fifo.length) this.next = (index + 1) % this.ring.length;
-      else {
-        this.dropTenant(tenantId);
-        this.next = this.ring.length ? index % this.ring.length : 0;
-      }
+      if (!fifo.length) this.waiting.delete(tenantId);
+      this.lastServed.set(tenantId, this.served++);
       return { job, release };
     }
     return null;
-  }
-
-  private dropTenant(tenantId: string): void {
-    this.fifos.delete(tenantId);
-    const at = this.ring.indexOf(tenantId);
-    this.ring.splice(at, 1);
-    if (at < this.next) this.next--;
-    if (this.next >= this.ring.length) this.next = 0;
   }
 
   private start(job: string, release: () => void): void {

@@ -3,50 +3,22 @@
  * data dir, and every write that was acknowledged is there; db.json still parses. Also: a core in
  * another process owns its data dir, and a second core refuses to share it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startEmulator, DataDirInUseError } from '../../server';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
+import { killAll, spawnCore } from '../helpers/spawn-core';
 
-const SCRIPT = resolve(__dirname, '../helpers/core-process.mts');
-const ROOT = resolve(__dirname, '../..');
 
-const children: ChildProcess[] = [];
 const dirs: string[] = [];
 const cores: TestCore[] = [];
 afterAll(async () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  killAll();
   for (const c of cores) await c.stop().catch(() => {});
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
-
-interface Child {
-  proc: ChildProcess;
-  url: string;
-  key: string;
-  pid: number;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stderr: () => string;
-}
-
-async function spawnCore(dataDir: string): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, dataDir], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(proc);
-  let err = '';
-  proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => proc.once('exit', (code, signal) => res({ code, signal })));
-  const line = await Promise.race([
-    new Promise<string>((res) => createInterface({ input: proc.stdout! }).once('line', res)),
-    exited.then((e) => Promise.reject(new Error(`core process exited (${JSON.stringify(e)}) before it listened:\n${err}`))),
-    new Promise<string>((_, rej) => setTimeout(() => rej(new Error(`core process did not start in 20 s:\n${err}`)), 20_000)),
-  ]);
-  const info = JSON.parse(line) as { url: string; key: string; pid: number };
-  return { proc, ...info, exited, stderr: () => err };
-}
 
 describe('crash during a burst of writes', () => {
   it('SIGKILL mid-burst: db.json parses, the stale emulator.json is taken over, every acknowledged write is there', async () => {

@@ -3,6 +3,7 @@
  * data dir. Usage: node --import tsx test/helpers/core-process.mts DATA_DIR [--project-root DIR]
  * `--project-root` gives the core the project's runtimes (real Bun/Python runners); without it the core
  * runs no snippets (its executor says the runtimes cannot be found).
+ * `--config JSON` adds startEmulator options (e.g. '{"asyncWorkers":2}').
  * Prints one JSON line `{url, key, admin, pid, data_dir}` on stdout once the core listens; logs go to stderr.
  */
 import { startEmulator } from '../../server/index';
@@ -18,7 +19,9 @@ if (rootAt > 0 && !projectRoot) {
   process.stderr.write('--project-root needs a directory\n');
   process.exit(2);
 }
-const emu = await startEmulator({ dataDir, port: 0, ...(projectRoot ? { projectRoot } : {}) });
+const configAt = process.argv.indexOf('--config');
+const extra = configAt > 0 ? (JSON.parse(process.argv[configAt + 1] ?? '{}') as Record<string, unknown>) : {};
+const emu = await startEmulator({ dataDir, port: 0, ...(projectRoot ? { projectRoot } : {}), ...extra });
 process.stdout.write(
   JSON.stringify({ url: emu.url, key: emu.localApiKey, admin: emu.adminToken, pid: process.pid, data_dir: emu.dataDir }) + '\n',
 );

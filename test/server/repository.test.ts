@@ -157,6 +157,23 @@ describe('Repository.open', () => {
     expect(disk.integrations).toEqual([]);
     expect(DbData.safeParse(disk).success).toBe(true);
   });
+  it('migrates a version-2 document: webhook rotation fields on tenants; attempts, callback and parity warnings on invocations', async () => {
+    const { previous_webhook_secret: _p, previous_webhook_secret_expires_at: _e, ...oldTenant } = tenant(3);
+    const invocation = (id: string, status: string) => ({
+      id, tenant_id: 'ten_3', snippet_id: 'snp_1', snippet: 'hello', version: 1, env: null, mode: 'sync', status,
+      outcome: status === 'succeeded' ? 'success' : null, error: null, usage: null,
+      limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 }, overridden: false,
+      parity: { status: 'full', reasons: [] }, warm: null, logs_blob: null, logs_truncated: false, timeline_blob: null,
+      idempotency_key: null, created_at: T0, started_at: null, finished_at: null,
+    });
+    await writeFile(dbPath, JSON.stringify({ ...emptyDb(), schema_version: 2, tenants: [oldTenant], invocations: [invocation('inv_1', 'succeeded'), invocation('inv_2', 'queued')] }));
+    const repo = await Repository.open(dbPath);
+    expect(repo.read((db) => db.tenants[0])).toEqual(tenant(3));
+    expect(repo.read((db) => db.invocations.map((i) => [i.attempts, i.callback, i.parity_warnings]))).toEqual([
+      [1, null, []],
+      [0, null, []],
+    ]);
+  });
 });
 
 describe('Repository.mutate', () => {
