@@ -33,7 +33,7 @@ export function stats(samples: number[]): Stats {
 export function client(base: string, key?: string) {
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   const url = new URL(base);
-  return (method: string, path: string, body?: unknown): Promise<{ status: number; body: string }> =>
+  return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> =>
     new Promise((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = httpRequest(
@@ -46,6 +46,7 @@ export function client(base: string, key?: string) {
           headers: {
             ...(key ? { authorization: `Bearer ${key}` } : {}),
             ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+            ...headers,
           },
         },
         (res) => {

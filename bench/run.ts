@@ -7,12 +7,14 @@ import { parseArgs } from 'node:util';
 import { controlPlane } from './control-plane';
 import { executorBench } from './executor';
 import { workspaceBench } from './workspace';
+import { asyncBench } from './async';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
   control_plane: controlPlane,
   executor: (o) => executorBench({ iterations: Math.min(o.iterations, 1000) }),
   workspace: () => workspaceBench({ edits: 20 }),
+  async: () => asyncBench({ jobs: 1000 }),
 };
 
 async function main() {

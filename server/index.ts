@@ -57,7 +57,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
       : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger, agentArgv: config.executorAgent });
-    cleanup.push(() => deps.repo.flush().catch(() => {})); // what the runs' last moments recorded
+    cleanup.push(() => deps.repo.close()); // what the runs' last moments recorded
     cleanup.push(() => built.executor.close());
     const services = createServices(
       deps,

@@ -60,6 +60,7 @@ export const emuRoutes = [
           warm: rec.warm,
           error_evidence: rec.error?.evidence ?? null,
           callback_deliveries: rec.callback?.deliveries ?? [],
+          queue_wait_ms: rec.queue_wait_ms ?? null,
           logs_truncated: rec.logs_truncated,
           timeline: await services.invocations.timeline(rec),
         },

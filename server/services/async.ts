@@ -30,7 +30,6 @@ export class AsyncService {
   /** Monotonic time each job was queued, for the enqueue-to-start measurement. */
   private readonly queuedAt = new Map<string, number>();
   private readonly controllers = new Map<string, AbortController>();
-  private readonly startListeners = new Set<(id: string, waitedMs: number) => void>();
   private closing = false;
   private recovered: { id: string; tenant_id: string }[] = [];
 
@@ -113,12 +112,6 @@ export class AsyncService {
     return this.queue.stats();
   }
 
-  /** Listens to job starts (enqueue-to-start in ms, monotonic): metrics and the benchmark. */
-  onStarted(listener: (id: string, waitedMs: number) => void): () => void {
-    this.startListeners.add(listener);
-    return () => this.startListeners.delete(listener);
-  }
-
   /** Resolves when no job runs. */
   idle(): Promise<void> {
     return this.queue.idle();
@@ -150,11 +143,10 @@ export class AsyncService {
       const input = await this.invocations.inputOf(record);
       const waited = performance.now() - (this.queuedAt.get(id) ?? performance.now());
       this.queuedAt.delete(id);
-      for (const listener of this.startListeners) listener(id, waited);
       const result = await this.invoke.execute(tenant, record, input, { signal: controller.signal });
       // Interrupted by our own shutdown, not cancelled by a user: leave it `running` to run again.
       if (this.closing && (result.outcome === 'failed' || result.outcome === 'cancelled') && !controller.signal.aborted) return;
-      const finished = await this.invocations.finish(id, result, true);
+      const finished = await this.invocations.finish(id, result, true, waited);
       if (finished.callback) this.callbacks.schedule(id);
     } catch (err) {
       this.opts.logger.log('error', 'async job failed inside the emulator; it runs again on the next start', { invocation_id: id, error: String(err) });

@@ -115,7 +115,7 @@ export class CallbackService {
       timeoutMs: this.opts.timeoutMs,
       guard: (address, host, port) => refuseAddress(address, host, port, this.opts.rules),
     });
-    const updated = await this.deps.repo.mutate((db) => {
+    const updated = await this.deps.repo.mutateRecords((db) => {
       const current = db.invocations.find((i) => i.id === id);
       if (!current?.callback) return current ?? rec;
       const callback = current.callback;
@@ -132,7 +132,7 @@ export class CallbackService {
         callback.next_attempt_at = delay === null ? null : new Date(this.deps.clock().getTime() + delay).toISOString();
       }
       return current;
-    });
+    }, (r) => [r]);
     if (result.ok) clearTimeout(this.timers.get(id));
     else if (scheduled) this.schedule(id);
     return updated;

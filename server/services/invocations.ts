@@ -108,7 +108,9 @@ export class InvocationService {
       this.trimHistory(db, fields.tenant_id);
       return { record: rec, earlier: null };
     };
-    return opts.durable ? this.deps.repo.mutate(apply) : this.deps.repo.mutateLazy(apply);
+    return opts.durable
+      ? this.deps.repo.mutateRecords(apply, (r) => (r.earlier ? [] : [r.record]))
+      : this.deps.repo.mutateLazy(apply);
   }
 
   /** Oldest finished records go first; never one that still has to run or to deliver its callback. */
@@ -122,14 +124,14 @@ export class InvocationService {
 
   /** A queued async job starts: counted as an attempt, on disk before its code runs. */
   async markRunning(id: string): Promise<InvocationRecord> {
-    return this.deps.repo.mutate((db) => {
+    return this.deps.repo.mutateRecords((db) => {
       const rec = db.invocations.find((i) => i.id === id);
       if (!rec) throw notFound('invocation', id);
       rec.status = 'running';
       rec.attempts += 1;
       rec.started_at = nowIso(this.deps.clock);
       return rec;
-    });
+    }, one);
   }
 
   /**
@@ -137,7 +139,7 @@ export class InvocationService {
    * or it has finished).
    */
   async cancelQueued(id: string): Promise<InvocationRecord | null> {
-    return this.deps.repo.mutate((db) => {
+    return this.deps.repo.mutateRecords((db) => {
       const rec = db.invocations.find((i) => i.id === id);
       if (!rec || rec.status !== 'queued') return null;
       rec.status = 'failed';
@@ -146,7 +148,7 @@ export class InvocationService {
       rec.finished_at = nowIso(this.deps.clock);
       if (rec.callback) rec.callback.next_attempt_at = rec.finished_at;
       return rec;
-    });
+    }, (rec) => (rec ? [rec] : []));
   }
 
   /** The input an async job runs with. */
@@ -155,7 +157,7 @@ export class InvocationService {
     return rec.input ?? {};
   }
 
-  async finish(id: string, result: ExecutionResult, durable = false): Promise<InvocationRecord> {
+  async finish(id: string, result: ExecutionResult, durable = false, queueWaitMs?: number): Promise<InvocationRecord> {
     const { blobs } = this.deps;
     const big = (text: string | undefined) => text !== undefined && Buffer.byteLength(text) > INLINE_MAX_BYTES;
     const outputJson = result.output === undefined ? undefined : JSON.stringify(result.output);
@@ -180,10 +182,11 @@ export class InvocationService {
       rec.timeline_blob = timelineBlob;
       if (!timelineBlob && result.timeline.length) rec.timeline = result.timeline.map((p) => ({ ...p }));
       rec.finished_at = nowIso(this.deps.clock);
+      if (queueWaitMs !== undefined) rec.queue_wait_ms = Math.round(queueWaitMs * 1000) / 1000;
       if (rec.callback) rec.callback.next_attempt_at = rec.finished_at; // the first delivery goes at once
       return rec;
     };
-    return durable ? this.deps.repo.mutate(apply) : this.deps.repo.mutateLazy(apply);
+    return durable ? this.deps.repo.mutateRecords(apply, one) : this.deps.repo.mutateLazy(apply);
   }
 
   find(tenant: TenantRecord, id: string): InvocationRecord {
@@ -300,6 +303,8 @@ export class InvocationService {
     return { ...counts, queued };
   }
 }
+
+const one = (rec: InvocationRecord) => [rec];
 
 function callbackView(cb: CallbackRecord): CallbackView {
   const last = cb.deliveries.at(-1);

@@ -26,7 +26,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
   await syncDir(dir);
 }
 
-async function syncDir(dir: string): Promise<void> {
+export async function syncDir(dir: string): Promise<void> {
   // Directory fsync makes the rename itself durable; not supported everywhere (Windows), so best effort.
   try {
     const fh = await open(dir, 'r');

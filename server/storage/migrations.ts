@@ -8,9 +8,11 @@ type Doc = Record<string, unknown>;
 const steps: Record<number, (doc: Doc) => Doc> = {
   0: (doc) => ({ ...doc, integrations: doc.integrations ?? [], schema_version: 1 }),
   1: (doc) => ({ ...doc, invocations: doc.invocations ?? [], schema_version: 2 }),
-  // Async mode: webhook key rotation on tenants; attempts, callbacks and parity warnings on invocations.
+  // Async mode: webhook key rotation on tenants; attempts, callbacks and parity warnings on invocations;
+  // the journal of invocation updates.
   2: (doc) => ({
     ...doc,
+    journal_seq: 0,
     tenants: list(doc.tenants).map((t) => ({ previous_webhook_secret: null, previous_webhook_secret_expires_at: null, ...t })),
     invocations: list(doc.invocations).map((i) => ({
       attempts: i.status === 'queued' ? 0 : 1,

@@ -177,6 +177,8 @@ export const InvocationRecord = z.object({
   input: z.record(z.string(), z.unknown()).optional(),
   input_blob: z.string().optional(),
   callback: CallbackRecord.nullable(),
+  /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
+  queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */
   parity_warnings: z.array(z.string()),
   created_at: isoTime,
@@ -186,6 +188,8 @@ export const InvocationRecord = z.object({
 
 export const DbData = z.object({
   schema_version: z.literal(SCHEMA_VERSION),
+  /** The last journal entry this document includes (see journal.ts): newer ones are replayed on open. */
+  journal_seq: z.number().int().min(0),
   tenants: z.array(TenantRecord),
   api_keys: z.array(ApiKeyRecord),
   snippets: z.array(SnippetRecord),
@@ -215,6 +219,7 @@ export type DbData = z.infer<typeof DbData>;
 
 export const emptyDb = (): DbData => ({
   schema_version: SCHEMA_VERSION,
+  journal_seq: 0,
   tenants: [],
   api_keys: [],
   snippets: [],

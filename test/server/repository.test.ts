@@ -26,7 +26,7 @@ vi.mock('../../server/storage/atomic-file', async (importOriginal) => {
 });
 
 import { Repository } from '../../server/storage/repository';
-import { DbData, SCHEMA_VERSION, emptyDb, type TenantRecord } from '../../server/storage/schema';
+import { DbData, SCHEMA_VERSION, emptyDb, type InvocationRecord, type TenantRecord } from '../../server/storage/schema';
 import { DataDirError } from '../../server/errors';
 
 let dir: string;
@@ -291,5 +291,75 @@ describe('Repository.mutate', () => {
     const names = await readdir(dir);
     expect(names.filter((n) => n.endsWith('.tmp'))).toEqual([]);
     expect(names).toEqual(['db.json']);
+  });
+});
+
+describe('Repository.mutateRecords (the journal)', () => {
+  const inv = (id: string, status: InvocationRecord['status']): InvocationRecord => ({
+    id, tenant_id: 'ten_1', snippet_id: 'snp_1', snippet: 'hello', version: 1, env: null, mode: 'async', status,
+    outcome: null, error: null, usage: null, limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 },
+    overridden: false, parity: { status: 'full', reasons: [] }, warm: null, logs_blob: null, logs_truncated: false,
+    timeline_blob: null, idempotency_key: null, attempts: 0, callback: null, parity_warnings: [], created_at: T0,
+    started_at: null, finished_at: null,
+  });
+  const journalFiles = async () => (await readdir(join(dir, 'journal')).catch(() => [] as string[])).sort();
+
+  it('is durable through the journal alone: a second open (after a crash) replays it into db.json', async () => {
+    const repo = await Repository.open(dbPath);
+    await repo.mutateRecords((db) => {
+      db.invocations.push(inv('inv_1', 'queued'));
+      return db.invocations.at(-1)!;
+    }, (r) => [r]);
+    await repo.mutateRecords((db) => {
+      const r = db.invocations.find((i) => i.id === 'inv_1')!;
+      r.status = 'running';
+      return r;
+    }, (r) => [r]);
+    expect(dbWrites()).toHaveLength(0); // nothing but the journal was written yet
+    expect(await journalFiles()).toEqual(['1.jsonl']);
+
+    const after = await Repository.open(dbPath); // as if the first process had been killed here
+    expect(after.read((db) => db.invocations.map((i) => [i.id, i.status]))).toEqual([['inv_1', 'running']]);
+    expect((await onDisk()).journal_seq).toBe(2);
+    expect(await journalFiles()).toEqual([]);
+    await repo.close();
+    await after.close();
+  });
+
+  it('a lazy db.json write takes the journal with it; older journal lines never overwrite newer state', async () => {
+    const repo = await Repository.open(dbPath);
+    await repo.mutateRecords((db) => {
+      db.invocations.push(inv('inv_2', 'queued'));
+      return db.invocations.at(-1)!;
+    }, (r) => [r]);
+    const stale = await readFile(join(dir, 'journal', '1.jsonl'), 'utf8');
+    // A full write (as recovery does) changes the record without the journal.
+    await repo.mutate((db) => void (db.invocations[0]!.status = 'succeeded'));
+    expect(await journalFiles()).toEqual([]);
+    // A crash between that write and deleting the journal would leave the old line behind:
+    await writeFile(join(dir, 'journal', '1.jsonl'), stale);
+    const again = await Repository.open(dbPath);
+    expect(again.read((db) => db.invocations[0]!.status)).toBe('succeeded');
+    await repo.close();
+    await again.close();
+  });
+
+  it('ignores a last line a crash cut short, and reports damage anywhere else', async () => {
+    const repo = await Repository.open(dbPath);
+    await repo.mutateRecords((db) => {
+      db.invocations.push(inv('inv_3', 'queued'));
+      return db.invocations.at(-1)!;
+    }, (r) => [r]);
+    await repo.close();
+    const file = join(dir, 'journal', '9.jsonl');
+    const line = JSON.stringify({ seq: 99, collection: 'invocations', record: inv('inv_4', 'queued') });
+    await writeFile(file, line + '\n' + line.slice(0, 40));
+    const ok = await Repository.open(dbPath);
+    expect(ok.read((db) => db.invocations.map((i) => i.id))).toEqual(['inv_3', 'inv_4']);
+    await ok.close();
+    await writeFile(join(dir, 'journal', '10.jsonl'), '{"seq": 200, "coll\n' + line.replace('"seq":99', '"seq":201') + '\n');
+    const err = await Repository.open(dbPath).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DataDirError);
+    expect((err as Error).message).toMatch(/10\.jsonl.*line 1 is not valid JSON/);
   });
 });
