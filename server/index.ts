@@ -115,6 +115,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     let openapi: unknown;
     const metrics = new Metrics();
     metrics.gauge('svc_emu_process_resident_memory_bytes', 'Resident memory of the core process.', () => process.memoryUsage().rss);
+    metrics.gauge('svc_emu_async_jobs_queued', 'Async jobs waiting for a worker or a tenant slot.', () => services.async.stats().queued);
+    metrics.gauge('svc_emu_async_jobs_running', 'Async jobs running.', () => services.async.stats().running);
     const app = createApp({
       services,
       routes: allRoutes,

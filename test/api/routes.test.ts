@@ -1055,10 +1055,13 @@ describe('async mode, callbacks and the callback inbox (the HTTP surface; delive
     expectProblem(await core.call('POST', '/_emu/inbox/x?status=99', {}, { key: null }), 400, 'validation_failed');
   });
 
-  it('/_emu/info reports the egress profile and the async queue', async () => {
+  it('/_emu/info and /metrics report the egress profile and the async queue', async () => {
     const info = await core.call('GET', '/_emu/info', undefined, admin());
     expect(info.json.egress).toEqual({ profile: 'local', allow: [] });
     expect(info.json.async_queue).toMatchObject({ max_workers: 8 });
+    const metrics = (await core.call('GET', '/metrics')).text;
+    expect(metrics).toMatch(/^svc_emu_async_jobs_queued \d+$/m);
+    expect(metrics).toMatch(/^svc_emu_async_jobs_running \d+$/m);
   });
 });
 
