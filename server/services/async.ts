@@ -9,9 +9,8 @@ import type { TenantService } from './tenants';
 import type { CallbackService } from './callbacks';
 
 export interface SubmitRequest extends Omit<InvokeRequest, 'mode' | 'signal' | 'onChunk'> {
-  callbackUrl: string | null;
-  /** From vetting the callback URL: where production would behave differently. */
-  parityWarnings: string[];
+  /** The body's `callback_url` as sent (checked here: absent, or an http(s) URL the egress profile allows). */
+  callbackUrl: unknown;
 }
 
 export interface AsyncOptions {
@@ -48,22 +47,29 @@ export class AsyncService {
     });
   }
 
-  /** Stores the job (on disk before this resolves) and queues it; an Idempotency-Key repeat returns the first one. */
+  /**
+   * Stores the job (on disk before this resolves) and queues it. An Idempotency-Key repeat returns the
+   * first one, whatever its callback_url says; otherwise the callback URL is vetted first (422).
+   */
   async submit(req: SubmitRequest): Promise<{ record: InvocationRecord; replayed: boolean }> {
     const resolved = this.invoke.resolve(req.tenant, req.snippet, req.env, req.version);
-    const { record, earlier } = await this.invocations.create(
+    const replay = (earlier: InvocationRecord) => {
+      this.invoke.checkReplay(req.tenant, resolved.snippet.id, earlier);
+      return { record: earlier, replayed: true };
+    };
+    const earlier = req.idempotencyKey ? this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey) : undefined;
+    if (earlier) return replay(earlier);
+    const parityWarnings = req.callbackUrl === undefined ? [] : await this.callbacks.vet(req.callbackUrl);
+    const { record, earlier: raced } = await this.invocations.create(
       {
         ...this.invoke.newInvocation({ ...req, mode: 'async' }, resolved),
         input: req.input,
-        callbackUrl: req.callbackUrl,
-        parityWarnings: req.parityWarnings,
+        callbackUrl: req.callbackUrl as string | undefined,
+        parityWarnings,
       },
       { status: 'queued', durable: true },
     );
-    if (earlier) {
-      this.invoke.checkReplay(req.tenant, resolved.snippet.id, earlier);
-      return { record: earlier, replayed: true };
-    }
+    if (raced) return replay(raced); // a repeat with the same key got in between
     const submitted = { ...record }; // as stored: the live record moves on once a worker takes it
     this.enqueue(record);
     return { record: submitted, replayed: false };

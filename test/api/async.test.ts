@@ -202,6 +202,8 @@ describe('the production egress profile', () => {
       expect(r.json.detail).toMatch(/production refuses/);
     }
     expect((await prod.call('GET', '/v1/invocations')).json.data).toEqual([]);
+    // an unknown snippet is a 404 whatever the callback_url
+    expectProblem(await prod.call('POST', '/v1/invoke/nope', { callback_url: 'http://10.0.0.1/' }, { headers: ASYNC }), 404, 'not_found');
   });
 
   it('allows what --egress-allow names, and delivers to it', async () => {
@@ -282,6 +284,10 @@ describe('idempotency', () => {
     expect(again.status).toBe(202);
     expect(again.json.invocation_id).toBe(ids[0]);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
+    // the repeat is answered before its body is looked at: even a callback_url that would be refused
+    const odd = await core.call('POST', '/v1/invoke/sleeper', { callback_url: 'ftp://nowhere' }, { headers: { ...ASYNC, ...headers } });
+    expect(odd.status, odd.text).toBe(202);
+    expect(odd.json.invocation_id).toBe(ids[0]);
     // sync with the key of a job still running: 409; once it is done: its stored result
     expectProblem(await core.call('POST', '/v1/invoke/sleeper', { ms: 200 }, { headers }), 409, 'conflict');
     await until(ids[0]!, finished);

@@ -146,7 +146,6 @@ export const invokeRoutes = [
       if (mode === 'async') {
         // API.md: `callback_url` is taken out of the input in async mode.
         const { callback_url: callbackUrl, ...input } = body;
-        const parityWarnings = callbackUrl === undefined ? [] : await services.callbacks.vet(callbackUrl);
         const { record, replayed } = await services.async.submit({
           tenant,
           snippet: params.snippet,
@@ -155,8 +154,7 @@ export const invokeRoutes = [
           input,
           overrides,
           idempotencyKey,
-          callbackUrl: (callbackUrl as string | undefined) ?? null,
-          parityWarnings,
+          callbackUrl,
         });
         const statusUrl = `/v1/invocations/${record.id}`;
         return {
