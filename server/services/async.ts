@@ -54,7 +54,7 @@ export class AsyncService {
   async submit(req: SubmitRequest): Promise<{ record: InvocationRecord; replayed: boolean }> {
     const resolved = this.invoke.resolve(req.tenant, req.snippet, req.env, req.version);
     const replay = (earlier: InvocationRecord) => {
-      this.invoke.checkReplay(req.tenant, resolved.snippet.id, earlier);
+      this.invoke.checkReplay(resolved.snippet.id, earlier);
       return { record: earlier, replayed: true };
     };
     const earlier = req.idempotencyKey ? this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey) : undefined;

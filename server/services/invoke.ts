@@ -113,7 +113,7 @@ export class InvokeService {
    * An earlier invocation with this Idempotency-Key answers instead of a new run: the same key for
    * another snippet is a client bug (422).
    */
-  checkReplay(tenant: TenantRecord, snippetId: string, earlier: InvocationRecord): void {
+  checkReplay(snippetId: string, earlier: InvocationRecord): void {
     if (earlier.snippet_id !== snippetId) {
       throw new ApiError(422, 'idempotency_key_reused', 'Idempotency-Key reused', `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`);
     }
@@ -127,7 +127,7 @@ export class InvokeService {
     return { record: earlier, result: null, replayed: true };
   }
 
-  limitsFor(version: VersionRecord, overrides?: Partial<RunLimits>): RunLimits {
+  private limitsFor(version: VersionRecord, overrides?: Partial<RunLimits>): RunLimits {
     return {
       timeout_ms: overrides?.timeout_ms ?? version.timeout_ms,
       max_memory_mb: overrides?.max_memory_mb ?? version.max_memory_mb,
@@ -157,7 +157,7 @@ export class InvokeService {
     if (req.idempotencyKey) {
       const earlier = this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey);
       if (earlier) {
-        this.checkReplay(req.tenant, resolved.snippet.id, earlier);
+        this.checkReplay(resolved.snippet.id, earlier);
         return this.syncReplay(earlier);
       }
     }
@@ -165,7 +165,7 @@ export class InvokeService {
     try {
       const { record, earlier } = await this.invocations.create(this.newInvocation(req, resolved), { status: 'running', durable: false });
       if (earlier) {
-        this.checkReplay(req.tenant, resolved.snippet.id, earlier); // lost a race with the same key
+        this.checkReplay(resolved.snippet.id, earlier); // lost a race with the same key
         return this.syncReplay(earlier);
       }
       const result = await this.execute(req.tenant, record, req.input, req);

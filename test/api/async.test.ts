@@ -177,6 +177,21 @@ describe('callbacks', () => {
   });
 });
 
+describe('outcomes', () => {
+  it('a handler error is final: failed after one attempt, never retried, and the callback says so', async () => {
+    await core.call('POST', '/v1/snippets', { name: 'thrower', runtime: 'python' });
+    await core.call('POST', '/v1/snippets/thrower/versions', { code: 'def handler(input):\n    raise ValueError("nope " + str(input["n"]))\n' });
+    const before = receiver.got.length;
+    const id = await submit({ n: 7, callback_url: receiver.url }, { snippet: 'thrower' });
+    const [got] = (await receiver.waitFor(before + 1)).slice(before);
+    expect(JSON.parse(got!.body)).toMatchObject({ id, status: 'failed', outcome: 'handler_error', attempts: 1, error: { code: 'handler_error', message: expect.stringContaining('nope 7') } });
+    await sleep(200);
+    const rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+    expect(rec).toMatchObject({ status: 'failed', outcome: 'handler_error', attempts: 1 });
+    expect(receiver.got.slice(before).filter((g) => JSON.parse(g.body).id === id)).toHaveLength(1);
+  });
+});
+
 describe('the production egress profile', () => {
   let prod: TestCore;
   beforeAll(async () => {
