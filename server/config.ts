@@ -37,6 +37,8 @@ export const EmulatorConfigSchema = z.object({
   callbackRetryScale: z.number().min(0).max(1).default(1),
   /** Per callback attempt (production: 15 s). */
   callbackTimeoutMs: z.number().int().min(1).max(60_000).default(15_000),
+  /** Silence after which a stream gets a `: ping` comment (production: 15 s). */
+  streamPingMs: z.number().int().min(10).max(15_000).default(15_000),
   /** node_modules/electron/path.txt: present when the Electron binary is installed (doctor reports it). */
   electronPathFile: z.string().optional(),
 });

@@ -89,6 +89,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         callbackRetryScale: config.callbackRetryScale,
         callbackTimeoutMs: config.callbackTimeoutMs,
         inboxDir: join(paths.root, 'inbox'),
+        streamPingMs: config.streamPingMs,
       },
     );
     // Stop taking async jobs and callbacks before the executor goes (runs in the middle stay `running`).

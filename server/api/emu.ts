@@ -3,6 +3,7 @@ import { defineRoute } from '../http/route';
 import { CapsPatch, CreateTenant, CreatedKey, RuntimeLimits, TenantInfo } from './schemas';
 import { ok, problems } from './common';
 import { LOCAL_TENANT } from '../services/tenants';
+import { followInvocation } from './v1/stream';
 
 /**
  * The emulator's own surface: operator powers production exercises out of band. Admin token only;
@@ -65,6 +66,33 @@ export const emuRoutes = [
           timeline: await services.invocations.timeline(rec),
         },
       };
+    },
+  }),
+  defineRoute({
+    method: 'get', path: '/_emu/invocations/{id}/events', auth: 'admin', tag: 'Emulator',
+    summary: 'A streamed invocation’s events with their times; `?follow=1` follows it live as SSE',
+    description:
+      'Every event a stream-mode invocation sent (`start`, `chunk`…, `result` | `error`), each with `at` and `t_ms` since the start. With `follow=1` the answer is `text/event-stream`: the events so far, then each next one as it is sent, ending with the stream (the GUI’s live inspector). Invocations that did not stream have none.',
+    params: z.object({ id: z.string() }),
+    query: z.object({ follow: z.enum(['0', '1', 'true', 'false']).optional() }),
+    responses: {
+      200: ok(
+        'The events (JSON), or the live stream (SSE).',
+        z.object({
+          invocation_id: z.string(),
+          live: z.boolean(),
+          truncated: z.boolean().meta({ description: 'More than 10 000 chunks: the rest were sent but not kept.' }),
+          data: z.array(z.object({ id: z.number().int(), event: z.enum(['start', 'chunk', 'result', 'error']), data: z.unknown(), at: z.string(), t_ms: z.number() })),
+        }),
+      ),
+      ...problems(400, 401, 404),
+    },
+    handler: async ({ services, params, query, ctx }) => {
+      const rec = services.invocations.byId(params.id);
+      if (query.follow === '1' || query.follow === 'true') return followInvocation(services, ctx, rec);
+      const stored = await services.streams.read(rec);
+      const live = rec.status === 'running' && rec.mode === 'stream';
+      return { status: 200, body: { invocation_id: rec.id, live, truncated: stored.truncated, data: stored.events } };
     },
   }),
   defineRoute({

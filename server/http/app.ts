@@ -70,7 +70,11 @@ export function createApp(opts: AppOptions): Koa {
       const reply = await route.handler({ params, query, body, services: opts.services, tenant, ctx } as never);
       ctx.status = reply.status;
       for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
-      if (reply.body !== undefined) ctx.body = reply.body;
+      if (reply.body === null) {
+        // JSON null is a value (a handler may return it): Koa would turn a null body into 204.
+        ctx.type = 'application/json';
+        ctx.body = 'null';
+      } else if (reply.body !== undefined) ctx.body = reply.body;
     });
   }
 

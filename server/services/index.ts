@@ -10,6 +10,7 @@ import { TenantSlots } from './slots';
 import { AsyncService } from './async';
 import { CallbackService } from './callbacks';
 import { InboxService } from './inbox';
+import { StreamLog } from './stream-log';
 import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
 import type { Logger } from '../logger';
@@ -42,6 +43,7 @@ export interface Services {
   async: AsyncService;
   callbacks: CallbackService;
   inbox: InboxService;
+  streams: StreamLog;
   executor: Executor;
   facts: EmulatorFacts;
   /** The watched workspace (null when the core runs without one). Set once the loader has started. */
@@ -59,6 +61,8 @@ export interface ServiceOptions {
   callbackTimeoutMs: number;
   /** Where the callback inbox keeps its deliveries. */
   inboxDir: string;
+  /** Silence after which an SSE response gets a `: ping` comment. */
+  streamPingMs: number;
 }
 
 export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: ServiceOptions): Services {
@@ -88,6 +92,7 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
     async: new AsyncService(invoke, invocations, tenants, callbacks, { maxWorkers: opts.asyncWorkers, logger: opts.logger }),
     callbacks,
     inbox: new InboxService(opts.inboxDir, tenants, deps.clock),
+    streams: new StreamLog(deps, opts.streamPingMs),
     executor: opts.executor,
     facts,
     workspace: null,

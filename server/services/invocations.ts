@@ -266,7 +266,7 @@ export class InvocationService {
   }
 
   liveBlobs(db: { invocations: readonly InvocationRecord[] }): string[] {
-    return db.invocations.flatMap((i) => [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob].filter((b): b is string => !!b));
+    return db.invocations.flatMap((i) => [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob].filter((b): b is string => !!b));
   }
 
   /**

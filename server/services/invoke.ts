@@ -27,6 +27,8 @@ export interface InvokeRequest {
   idempotencyKey?: string | null;
   signal?: AbortSignal;
   onChunk?: (data: unknown) => void;
+  /** Called once the run is recorded, before its code starts (stream mode sends `start` then). */
+  onStart?: (record: InvocationRecord) => void;
 }
 
 export interface InvokeResult {
@@ -119,7 +121,7 @@ export class InvokeService {
     }
   }
 
-  /** A sync replay can only answer with a result: while the first run goes on, that is a 409. */
+  /** A sync or stream replay can only answer with an outcome: while the first run goes on, that is a 409. */
   private syncReplay(earlier: InvocationRecord): InvokeResult {
     if (earlier.status === 'running' || earlier.status === 'queued') {
       throw conflict(`the invocation ${earlier.id} with this Idempotency-Key is still running; ask again when it has finished`);
@@ -151,7 +153,7 @@ export class InvokeService {
     };
   }
 
-  /** A sync (or stream) run: the caller waits for the outcome. */
+  /** A sync or stream run: the caller waits for the outcome (stream callers get chunks on the way). */
   async invoke(req: InvokeRequest): Promise<InvokeResult> {
     const resolved = this.resolve(req.tenant, req.snippet, req.env, req.version);
     if (req.idempotencyKey) {
@@ -168,6 +170,7 @@ export class InvokeService {
         this.checkReplay(resolved.snippet.id, earlier); // lost a race with the same key
         return this.syncReplay(earlier);
       }
+      req.onStart?.(record);
       const result = await this.execute(req.tenant, record, req.input, req);
       const finished = await this.invocations.finish(record.id, result);
       return { record: finished, result, replayed: false };

@@ -177,6 +177,8 @@ export const InvocationRecord = z.object({
   input: z.record(z.string(), z.unknown()).optional(),
   input_blob: z.string().optional(),
   callback: CallbackRecord.nullable(),
+  /** Stream mode: every event sent, with its time (a blob; emulator only, for the stream inspector). */
+  events_blob: z.string().optional(),
   /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
   queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */

@@ -900,6 +900,11 @@ describe('invoke and invocations (the HTTP surface; limits and sandboxes are in 
     expect(emu.status).toBe(200);
     expect(emu.json).toMatchObject({ id, warm: false });
     expect(Array.isArray(emu.json.timeline)).toBe(true);
+    // a sync invocation streamed nothing: no events to inspect
+    const events = await core.call('GET', `/_emu/invocations/${id}/events`, undefined, { key: core.admin });
+    expect(events.status).toBe(200);
+    expect(events.json).toEqual({ invocation_id: id, live: false, truncated: false, data: [] });
+    expectProblem(await core.call('GET', `/_emu/invocations/${id}/events?follow=maybe`, undefined, { key: core.admin }), 400, 'validation_failed');
   });
 
   it('a running invocation can be cancelled: 202, and the sync caller gets 409 cancelled', async () => {

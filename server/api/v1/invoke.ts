@@ -5,7 +5,7 @@ import { secretEquals } from '../../ids';
 import { ok, problems } from '../common';
 import { PageQuery, page } from '../schemas';
 import type { Outcome } from '../../../executor';
-import type { InvocationRecord } from '../../storage/schema';
+import { runHeaders, streamInvocation } from './stream';
 
 /** Sync outcome → HTTP status (API.md). */
 export const OUTCOME_STATUS: Record<Exclude<Outcome, 'success'>, number> = {
@@ -102,22 +102,17 @@ const Queued = z
   })
   .meta({ id: 'QueuedInvocation' });
 
-const runHeaders = (v: Pick<InvocationRecord, 'id' | 'version' | 'env'>) => ({
-  'X-Invocation-Id': v.id,
-  'X-Snippet-Version': String(v.version),
-  'X-Snippet-Env': v.env ?? 'none',
-});
 
 export const invokeRoutes = [
   defineRoute({
     method: 'post', path: '/v1/invoke/{snippet}', auth: 'tenant', tag: 'Invoke', summary: 'Invoke a snippet',
     description:
-      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). A repeat with the same `Idempotency-Key` within 24 h answers the earlier invocation instead of running again. Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Async (`X-Invoke-Mode: async`): 202 once the job is stored durably; `callback_url` (taken out of the input) receives the finished record, signed per Standard Webhooks; a callback target production would refuse is a 422 `callback_url_refused` under the emulator’s production egress profile. A replay answers with `Idempotent-Replayed: true`. Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
+      'Runs the snippet: `version` > `env` > what `prod` runs > the latest version. Mode by `X-Invoke-Mode` (absent = sync). A repeat with the same `Idempotency-Key` within 24 h answers the earlier invocation instead of running again. Sync success: 200 with the handler’s return value; failure: problem+json whose `code` is the outcome (handler_error 500, timeout 504, oom_killed 500, cancelled 409, failed 503). Stream (`X-Invoke-Mode: stream`): server-sent events, flushed as the handler yields; a client that disconnects cancels the run. Async (`X-Invoke-Mode: async`): 202 once the job is stored durably; `callback_url` (taken out of the input) receives the finished record, signed per Standard Webhooks; a callback target production would refuse is a 422 `callback_url_refused` under the emulator’s production egress profile. A replay answers with `Idempotent-Replayed: true`. Headers X-Invocation-Id, X-Snippet-Version, X-Snippet-Env name the run.',
     params: InvokeParams, query: InvokeQuery,
     body: z.record(z.string(), z.unknown()).meta({ description: 'The handler’s input (a JSON object).' }),
     bodyOptional: true,
     responses: {
-      200: ok('The handler’s return value (sync).'),
+      200: ok('Sync: the handler’s return value. Stream: `text/event-stream` — `start`, a `chunk` per yielded value, then `result` or `error`, each with an increasing `id:`; `: ping` comments at least every 15 s.'),
       202: ok('Queued (async): stored durably before this answer. `Location` names the invocation.', Queued),
       ...problems(400, 401, 404, 409, 413, 415, 422),
       429: ok('The tenant’s max_concurrency is reached; see Retry-After.'),
@@ -133,15 +128,15 @@ export const invokeRoutes = [
           errors: [{ location: 'header.x-invoke-mode', message: 'must be async or stream (absent = sync)' }],
         });
       }
-      if (mode === 'stream') {
-        throw new ApiError(501, 'not_implemented', 'Not implemented', 'stream mode is not built into this emulator yet');
-      }
       const overrides = parseLimitOverrides(ctx.get('x-emu-limits'), ctx.get('x-emu-admin'), services.facts.adminToken);
       const idempotencyKey = ctx.get('idempotency-key') || null;
       if (idempotencyKey !== null && !/^[\x21-\x7e]{1,255}$/.test(idempotencyKey)) {
         throw badRequest('validation_failed', 'Idempotency-Key must be 1–255 printable ASCII characters without spaces', {
           errors: [{ location: 'header.idempotency-key', message: 'must be 1–255 printable ASCII characters' }],
         });
+      }
+      if (mode === 'stream') {
+        return streamInvocation(services, ctx, { tenant, snippet: params.snippet, env: query.env, version: query.version, input: body, overrides, idempotencyKey });
       }
       if (mode === 'async') {
         // API.md: `callback_url` is taken out of the input in async mode.

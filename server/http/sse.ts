@@ -1,0 +1,55 @@
+import { PassThrough } from 'node:stream';
+
+/** One event of a stream: what an SSE frame carries (`id:`, `event:`, `data:`), and when it happened. */
+export interface StreamEvent {
+  id: number;
+  event: 'start' | 'chunk' | 'result' | 'error';
+  data: unknown;
+  /** When it was emitted (RFC 3339) and ms since the stream's start. */
+  at: string;
+  t_ms: number;
+}
+
+export const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  // Proxies in front of the emulator (nginx) must not buffer: each event goes out as it is written.
+  'X-Accel-Buffering': 'no',
+} as const;
+
+export const formatEvent = (e: StreamEvent) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+
+/**
+ * One SSE response body: frames written as they come (no buffering on our side), and a `: ping`
+ * comment whenever nothing was written for `pingMs`, so proxies and clients keep the connection.
+ */
+export class SseBody {
+  readonly stream = new PassThrough();
+  private lastWrite = Date.now();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(pingMs: number) {
+    // Checked five times per period, and sent a check early: silence never lasts longer than pingMs.
+    const every = Math.max(5, Math.floor(pingMs / 5));
+    this.timer = setInterval(() => {
+      if (Date.now() - this.lastWrite >= pingMs - every) this.write(': ping\n\n');
+    }, every);
+    this.timer.unref();
+    this.stream.on('close', () => clearInterval(this.timer));
+  }
+
+  send(e: StreamEvent): void {
+    this.write(formatEvent(e));
+  }
+
+  end(): void {
+    clearInterval(this.timer);
+    if (!this.stream.writableEnded) this.stream.end();
+  }
+
+  private write(text: string): void {
+    if (this.stream.writableEnded || this.stream.destroyed) return;
+    this.lastWrite = Date.now();
+    this.stream.write(text);
+  }
+}
