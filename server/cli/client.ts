@@ -278,10 +278,21 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
   });
 
   if (a.mode === 'stream' && reply.status === 200 && reply.res.body) {
-    // Stream mode (when the core has it): the events as they arrive, as is.
-    const decoder = new TextDecoder();
-    for await (const chunk of reply.res.body as unknown as AsyncIterable<Uint8Array>) io.stdout(decoder.decode(chunk, { stream: true }));
-    return 0;
+    // Each chunk printed the moment it arrives: one JSON line per yielded value (every event with --json).
+    let failed = false;
+    for await (const e of sseEvents(reply.res.body as unknown as AsyncIterable<Uint8Array>)) {
+      const data = e.data as { data?: unknown; output?: unknown; code?: string; message?: string };
+      if (json) io.stdout(JSON.stringify(e) + '\n');
+      else if (e.event === 'chunk') io.stdout(JSON.stringify(data.data) + '\n');
+      else if (e.event === 'result') io.stdout(pretty(data.output));
+      if (e.event === 'error') {
+        failed = true;
+        if (!json) io.stderr(`svc-emu: ${a.snippet} failed: ${data.code}: ${data.message}\n`);
+      }
+    }
+    const id = reply.headers.get('x-invocation-id');
+    if (!json && id) io.stderr(`invocation ${id} — streamed${failed ? `; logs: svc-emu logs ${id}` : ''}\n`);
+    return failed ? 1 : 0;
   }
   if (a.mode === 'async' && reply.status === 202) {
     io.stdout(json ? JSON.stringify(reply.body) + '\n' : pretty(reply.body));
@@ -371,4 +382,23 @@ async function deploy(conn: Connection, io: ClientIO, json: boolean, a: DeployAr
   const was = previous === null ? 'nothing ran there before' : previous === a.version ? `was v${previous} already` : `was v${previous}`;
   io.stdout(`deployed ${a.snippet} v${a.version} to ${a.env} (${was})\n`);
   return 0;
+}
+
+/** Server-sent events as they arrive: `{id, event, data}` per frame (comments such as `: ping` skipped). */
+export async function* sseEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<{ id: number; event: string; data: unknown }> {
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const bytes of body) {
+    buf += decoder.decode(bytes, { stream: true });
+    for (let end = buf.indexOf('\n\n'); end >= 0; end = buf.indexOf('\n\n')) {
+      const frame = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const fields: Record<string, string> = {};
+      for (const line of frame.split('\n')) {
+        const m = /^(\w+): ?(.*)$/.exec(line); // `: ping` comments match nothing
+        if (m) fields[m[1]!] = fields[m[1]!] === undefined ? m[2]! : `${fields[m[1]!]}\n${m[2]}`;
+      }
+      if (fields.event && fields.data !== undefined) yield { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) as unknown };
+    }
+  }
 }

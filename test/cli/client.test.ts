@@ -57,6 +57,11 @@ describe('with a running core', () => {
       'bun',
       'export default async function handler(input) {\n  console.log("hello log line", input.name)\n  return { hello: input.name ?? "world", nested: { n: 1 } }\n}\n',
     );
+    await create(
+      'ticker',
+      'bun',
+      'export default async function* handler(input) {\n  yield { n: 1 }\n  await new Promise((r) => setTimeout(r, input.pause ?? 0))\n  yield { n: 2 }\n  return { ticks: 2 }\n}\n',
+    );
     await create('broken', 'bun', 'export default function handler(input) {\n  throw new Error("boom: " + (input.why ?? "no reason"))\n}\n');
     await create('pyhello', 'python', 'def handler(input):\n    print("from python", input.get("name"))\n    return {"msg": "hi " + input.get("name", "there")}\n');
   }, 60_000);
@@ -161,17 +166,35 @@ describe('with a running core', () => {
     expect(noEnv.stderr).toMatch(/^svc-emu: invoke hello: .*\(404 not_found\)/);
   });
 
-  it('an unknown snippet, and --stream (501 today) exit 1 with the reason', async () => {
+  it('an unknown snippet exits 1 with the reason', async () => {
     const unknown = await cli(['invoke', 'nope', ...dd]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^svc-emu: invoke nope: .*nope.*\(404 not_found\)\n$/);
+    const streamed = await cli(['invoke', 'nope', '--stream', ...dd]);
+    expect(streamed.code).toBe(1);
+    expect(streamed.stderr).toMatch(/\(404 not_found\)/);
+  });
 
-    const r = await cli(['invoke', 'hello', '--stream', ...dd]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toBe('');
-    expect(r.stderr).toContain('stream mode is not built into this emulator yet (501 not_implemented)');
-    const j = await cli(['invoke', 'hello', '--stream', '--json', ...dd]);
-    expect(JSON.parse(j.stderr)).toMatchObject({ code: 'not_implemented', status: 501 });
+  it('--stream prints each chunk as it arrives (a JSON line each), then the output; --json prints every event', async () => {
+    const writes: { at: number; text: string }[] = [];
+    const io: CliIO = {
+      stdout: (t) => void writes.push({ at: performance.now(), text: t }),
+      stderr: () => {},
+      cwd: '/',
+      untilSignal: () => new Promise(() => {}),
+    };
+    expect(await main(['invoke', 'ticker', '--stream', '--data', '{"pause":500}', ...dd], io)).toBe(0);
+    expect(writes.map((w) => w.text)).toEqual(['{"n":1}\n', '{"n":2}\n', '{\n  "ticks": 2\n}\n']);
+    expect(writes[1]!.at - writes[0]!.at).toBeGreaterThanOrEqual(400);
+
+    const j = await cli(['invoke', 'ticker', '--stream', '--json', ...dd]);
+    expect(j.code).toBe(0);
+    const events = j.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.map((e) => [e.id, e.event])).toEqual([[1, 'start'], [2, 'chunk'], [3, 'chunk'], [4, 'result']]);
+
+    const failed = await cli(['invoke', 'broken', '--stream', ...dd]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/svc-emu: broken failed: handler_error: boom/);
   });
 
   it('--async queues the run and prints where to read it; the job then succeeds', async () => {
