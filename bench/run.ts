@@ -8,6 +8,7 @@ import { controlPlane } from './control-plane';
 import { executorBench } from './executor';
 import { workspaceBench } from './workspace';
 import { asyncBench } from './async';
+import { streamBench } from './stream';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
@@ -15,6 +16,7 @@ const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = 
   executor: (o) => executorBench({ iterations: Math.min(o.iterations, 1000) }),
   workspace: () => workspaceBench({ edits: 20 }),
   async: () => asyncBench({ jobs: 1000 }),
+  stream: (o) => streamBench({ iterations: Math.min(o.iterations, 500) }),
 };
 
 async function main() {
