@@ -98,10 +98,45 @@ async function readmeRows(): Promise<Map<string, { runtime: string; input: strin
     const cells = line.split('|').map((c) => c.trim());
     const name = /^`([a-z0-9-]+)`$/.exec(cells[1] ?? '')?.[1];
     if (!name || cells.length < 7) continue;
-    const firstJson = (cell: string) => /`(\{.*?\})`/.exec(cell)?.[1] ?? '';
+    const firstJson = (cell: string) => /`(\{.*?\}|null)`/.exec(cell)?.[1] ?? ''; // null: an async generator's answer
     rows.set(name, { runtime: cells[2]!, input: firstJson(cells[4]!), answer: firstJson(cells[5]!) });
   }
   return rows;
+}
+
+interface StreamEvent {
+  id: number;
+  event: string;
+  data: any;
+  /** ms since the request was sent */
+  at: number;
+}
+
+/** Invokes in stream mode and reads the SSE response as it arrives (as test/api/stream.test.ts does). */
+async function invokeStream(core: TestCore, name: string, input: unknown, env = 'dev') {
+  const t0 = performance.now();
+  const res = await fetch(`${core.url}/v1/invoke/${name}?env=${env}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
+    body: JSON.stringify(input),
+  });
+  expect(res.status, name).toBe(200);
+  expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+  const events: StreamEvent[] = [];
+  let buf = '';
+  const decoder = new TextDecoder();
+  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buf += decoder.decode(bytes, { stream: true });
+    let end: number;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      if (frame.startsWith(':')) continue; // : ping
+      const field = (f: string) => frame.split('\n').find((l) => l.startsWith(`${f}: `))?.slice(f.length + 2);
+      events.push({ id: Number(field('id')), event: field('event')!, data: JSON.parse(field('data')!), at: performance.now() - t0 });
+    }
+  }
+  return { id: res.headers.get('x-invocation-id')!, events };
 }
 
 describe('the example workspace', () => {
@@ -118,7 +153,7 @@ describe('the example workspace', () => {
   });
 
   it('loads cleanly: every folder a snippet, the README names each one with its runtime', async () => {
-    expect([...loaded.keys()].sort()).toEqual(['counter', 'hello-bun', 'hello-python', 'multi-file', 'stream']);
+    expect([...loaded.keys()].sort()).toEqual(['ai-token-stream', 'counter', 'hello-bun', 'hello-python', 'langgraph-stream', 'multi-file', 'stream']);
     const rows = await readmeRows();
     expect([...rows.keys()].sort()).toEqual([...loaded.keys()].sort());
     for (const [name, l] of loaded) expect(rows.get(name)!.runtime.toLowerCase(), name).toBe(l.runtime);
@@ -177,5 +212,55 @@ describe('the example workspace', () => {
       words: 3,
     });
     expect((await invoke('multi-file', {})).json).toEqual({ title: 'Snippets From Files', slug: 'snippets-from-files', words: 3 });
+  });
+
+  it('stream in stream mode: a chunk per word as it is yielded, the summary as the result', async () => {
+    const { events } = await invokeStream(core, 'stream', { text: 'a b c' });
+    expect(events.map((e) => e.event)).toEqual(['start', 'chunk', 'chunk', 'chunk', 'result']);
+    expect(events.slice(1, 4).map((e) => e.data.data)).toEqual([
+      { index: 0, word: 'a' },
+      { index: 1, word: 'b' },
+      { index: 2, word: 'c' },
+    ]);
+    expect(events[4]!.data.output).toEqual({ chunks: 3, text: 'a b c' });
+  });
+
+  it('langgraph-stream: one chunk per LangGraph node, in order and as each finishes, then result null', async () => {
+    const { id, events } = await invokeStream(core, 'langgraph-stream', { topic: '  streaming   graphs ' });
+    expect(events.map((e) => [e.id, e.event])).toEqual([
+      [1, 'start'],
+      [2, 'chunk'],
+      [3, 'chunk'],
+      [4, 'chunk'],
+      [5, 'result'],
+    ]);
+    expect(events[0]!.data).toMatchObject({ invocation_id: id, snippet: 'langgraph-stream', env: 'dev' });
+    expect(events.slice(1, 4).map((e) => e.data.data)).toEqual([
+      { node: 'plan', update: { steps: ['look into streaming', 'look into graphs'] } },
+      { node: 'work', update: { notes: ['STREAMING: 9 letters', 'GRAPHS: 6 letters'] } },
+      { node: 'summarize', update: { summary: 'streaming graphs: 2 steps, 15 letters' } },
+    ]);
+    // each node sleeps 50 ms: the chunks arrive apart, not all at the end
+    expect(events[2]!.at - events[1]!.at).toBeGreaterThanOrEqual(30);
+    expect(events[3]!.at - events[2]!.at).toBeGreaterThanOrEqual(30);
+    expect(events[4]!.data.output).toBeNull(); // an async generator returns nothing
+    const rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+    expect(rec).toMatchObject({ mode: 'stream', outcome: 'success', limits: { max_memory_mb: 512, max_cpu_percent: 100 } });
+    const logs = await core.call('GET', `/v1/invocations/${id}/logs`);
+    expect(logs.json.logs).toBe('node plan done\nnode work done\nnode summarize done\n');
+  });
+
+  it('ai-token-stream: without OPENAI_API_KEY, the AI SDK mock model streams a chunk per token; the result is the text', async () => {
+    const { id, events } = await invokeStream(core, 'ai-token-stream', { prompt: 'Say something' });
+    const tokens = ['Tokens ', 'arrive ', 'one ', 'by ', 'one, ', 'each ', 'as ', 'its ', 'own ', 'chunk.'];
+    expect(events.map((e) => e.event)).toEqual(['start', ...tokens.map(() => 'chunk'), 'result']);
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
+    expect(events.slice(1, -1).map((e) => e.data.data)).toEqual(tokens.map((token) => ({ token })));
+    const output = events.at(-1)!.data.output;
+    expect(output).toEqual({ text: 'Tokens arrive one by one, each as its own chunk.', provider: 'mock' });
+    expect(output.text).toBe(tokens.join(''));
+    // the mock paces tokens 50 ms apart: they arrive spread over the run, not in one burst
+    expect(events.at(-2)!.at - events[1]!.at).toBeGreaterThanOrEqual(300);
+    expect((await core.call('GET', `/v1/invocations/${id}`)).json).toMatchObject({ mode: 'stream', outcome: 'success' });
   });
 });
