@@ -154,6 +154,23 @@ describe.each(['bun', 'python'] as const)('%s', (runtime) => {
   });
 });
 
+describe('oom mid-stream', () => {
+  it('a run killed for memory after a chunk ends with error oom_killed', async () => {
+    await core.call('POST', '/v1/snippets', { name: 'hog', runtime: 'python' });
+    const v = await core.call('POST', '/v1/snippets/hog/versions', {
+      code: 'def handler(input):\n    yield {"n": 1}\n    hog = bytearray(300 * 1024 * 1024)\n    yield {"n": len(hog)}\n',
+      max_memory_mb: 64,
+      max_cpu_percent: 100,
+    });
+    expect(v.status, v.text).toBe(201);
+    const res = await stream('hog');
+    const { events } = await readStream(res, performance.now());
+    expect(events.map((e) => e.event)).toEqual(['start', 'chunk', 'error']);
+    expect(events[2]!.data).toMatchObject({ code: 'oom_killed', invocation_id: res.headers.get('x-invocation-id') });
+    expect((await core.call('GET', `/v1/invocations/${res.headers.get('x-invocation-id')}`)).json.outcome).toBe('oom_killed');
+  });
+});
+
 describe('the inspector', () => {
   it('a second viewer following live sees the same events in order; afterwards they can be read back', async () => {
     const t0 = performance.now();
