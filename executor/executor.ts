@@ -286,7 +286,12 @@ export class PooledExecutor implements Executor {
             logs.append(data);
             events.onLog?.(stream, data);
           },
-          onCall: (op, args) => events.onCall(op, args),
+          onCall: (op, args) =>
+            events.onCall(op, args, (line) => {
+              const text = line.endsWith('\n') ? line : `${line}\n`;
+              logs.append(text);
+              events.onLog?.('stderr', text);
+            }),
         }),
         verdict.then(() => null),
       ]);

@@ -40,7 +40,8 @@ export const ReplyFrame = z.object({
   cid: z.string(),
   ok: z.boolean(),
   value: z.unknown().optional(),
-  error: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** `status` and `body`: an integration call the remote API answered with an HTTP error. */
+  error: z.object({ code: z.string(), message: z.string(), status: z.number().int().optional(), body: z.unknown().optional() }).optional(),
 });
 
 /** To a spare runner (started without --entry): load this entry of the bundle dir, then answer ready | init_error. */

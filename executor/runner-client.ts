@@ -284,8 +284,11 @@ export class RunnerChannel extends EventEmitter {
     } catch (err) {
       const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
       if (typeof code === 'string' && code.length > 0) {
-        const message = err instanceof Error ? err.message : String((err as { message?: unknown }).message ?? code);
-        this.reply(cid, { ok: false, error: { code, message } });
+        const e = err as { message?: unknown; status?: unknown; body?: unknown };
+        const message = err instanceof Error ? err.message : String(e.message ?? code);
+        // An integration's HTTP error travels with its status and body, for the snippet's exception.
+        const detail = typeof e.status === 'number' ? { status: e.status, body: e.body ?? null } : {};
+        this.reply(cid, { ok: false, error: { code, message, ...detail } });
       } else {
         if (this.listenerCount('host_error') > 0) this.emit('host_error', err);
         this.reply(cid, { ok: false, error: { code: 'host_error', message: 'the host could not complete the call' } });
@@ -295,7 +298,7 @@ export class RunnerChannel extends EventEmitter {
     this.reply(cid, { ok: true, value: value === undefined ? null : value });
   }
 
-  private reply(cid: string, body: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string } }): void {
+  private reply(cid: string, body: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string; status?: number; body?: unknown } }): void {
     if (this.isClosed) return;
     try {
       this.send({ t: 'reply', cid, ...body });

@@ -36,8 +36,11 @@ export interface ExecutorJob {
 export interface ExecutorEvents {
   onChunk?(data: unknown): void;
   onLog?(stream: 'stdout' | 'stderr', data: string): void;
-  /** Host calls from the snippet's libraries (store, integrations), answered by the core. */
-  onCall(op: HostOp, args: Record<string, unknown>): Promise<unknown>;
+  /**
+   * Host calls from the snippet's libraries (store, integrations), answered by the core. `log` adds a
+   * line to the invocation's logs (an integration call says what it did there).
+   */
+  onCall(op: HostOp, args: Record<string, unknown>, log: (line: string) => void): Promise<unknown>;
 }
 
 export type Outcome = 'success' | 'handler_error' | 'timeout' | 'oom_killed' | 'cancelled' | 'failed';

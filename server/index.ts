@@ -14,6 +14,7 @@ import { openState } from './open-state';
 import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
 import { createExecutor } from '../executor';
+import { EgressProxy, egressSocketPath } from './egress/proxy';
 import { WorkspaceLoader } from './workspace/loader';
 import { join } from 'node:path';
 
@@ -54,6 +55,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
     const adminToken = newAdminToken();
     let url = '';
+    const egressSocket = egressSocketPath(paths.root);
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
       : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger, agentArgv: config.executorAgent });
@@ -97,6 +99,10 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       services.async.close();
       services.callbacks.close();
     });
+    // The way out for snippets' own HTTP clients (their runners relay to this socket).
+    const proxy = new EgressProxy(services.egress, egressSocket);
+    await proxy.listen();
+    cleanup.push(() => proxy.close());
     await services.async.recover();
     const local = await services.tenants.ensureLocal();
     if (config.workspace) {

@@ -5,5 +5,6 @@ import { tenantRoutes } from './v1/tenant';
 import { emuRoutes } from './emu';
 import { invokeRoutes } from './v1/invoke';
 import { inboxRoutes } from './inbox';
+import { egressRoutes } from './egress';
 
-export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes];
+export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes, ...egressRoutes];

@@ -259,8 +259,8 @@ interface Finding {
   label: string;
 }
 
-const refusedText = (findings: readonly Finding[], suggest: string) =>
-  `production refuses callback targets that resolve to ${findings.map((f) => `${f.subject} (${f.label})`).join(', ')}; ` +
+const refusedText = (findings: readonly Finding[], suggest: string, what = 'callback targets') =>
+  `production refuses ${what} that resolve to ${findings.map((f) => `${f.subject} (${f.label})`).join(', ')}; ` +
   `allow it with --egress-allow ${suggest}`;
 
 const whyText = (findings: readonly Finding[]) =>
@@ -337,11 +337,12 @@ export async function checkTarget(url: string, rules: EgressRules, lookup: Looku
 /**
  * For connect time when the URL host is an IP literal (http.request does not call `lookup` for literals):
  * the refusal reason, or null. Under 'local' it never refuses. An allow entry for host:port or ip:port exempts.
+ * `what` names what is refused in the message ('callback targets' unless said).
  */
-export function refuseAddress(ip: string, host: string, port: number, rules: EgressRules): string | null {
+export function refuseAddress(ip: string, host: string, port: number, rules: EgressRules, what?: string): string | null {
   if (rules.profile === 'local') return null;
   const label = classifyAddress(ip);
   if (label === null) return null;
   if (allowedBy(rules, host, port) !== null || allowedBy(rules, ip, port) !== null) return null;
-  return refusedText([{ subject: bareAddress(ip), label }], hostPort(host, port));
+  return refusedText([{ subject: bareAddress(ip), label }], hostPort(host, port), what);
 }

@@ -11,6 +11,7 @@ import { AsyncService } from './async';
 import { CallbackService } from './callbacks';
 import { InboxService } from './inbox';
 import { StreamLog } from './stream-log';
+import { EgressService } from './egress';
 import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
 import type { Logger } from '../logger';
@@ -44,6 +45,7 @@ export interface Services {
   callbacks: CallbackService;
   inbox: InboxService;
   streams: StreamLog;
+  egress: EgressService;
   executor: Executor;
   facts: EmulatorFacts;
   /** The watched workspace (null when the core runs without one). Set once the loader has started. */
@@ -74,7 +76,12 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
   const secrets = new SecretService(deps);
   const store = new StoreService(deps);
   const invocations = new InvocationService(deps, opts.historyLimit);
-  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, new TenantSlots());
+  const egress = new EgressService(opts.egress, deps.clock, (id) => {
+    const tenantId = deps.repo.read((db) => db.invocations.find((i) => i.id === id)?.tenant_id);
+    return tenantId ? (tenants.byId(tenantId)?.name ?? null) : null;
+  });
+  const integrations = new IntegrationService(deps, secrets, egress);
+  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots());
   const callbacks = new CallbackService(deps, invocations, tenants, {
     rules: opts.egress,
     retry: retryPolicy({ scale: opts.callbackRetryScale }),
@@ -86,7 +93,8 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
     snippets,
     secrets,
     store,
-    integrations: new IntegrationService(deps),
+    integrations,
+    egress,
     invocations,
     invoke,
     async: new AsyncService(invoke, invocations, tenants, callbacks, { maxWorkers: opts.asyncWorkers, logger: opts.logger }),

@@ -1,12 +1,34 @@
+import { z } from 'zod';
 import { notFound } from '../errors';
 import type { IntegrationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
+import { EgressError, type EgressService } from './egress';
+import type { SecretService } from './secrets';
 
+/** The providers, as data: where each one is unless `base_url` says otherwise. */
 export const PROVIDER_DEFAULT_BASE_URL: Record<string, string | null> = {
   http: null,
   openai: 'https://api.openai.com/v1',
 };
+
+/** How long the core waits for an integration's answer. */
+export const INTEGRATION_TIMEOUT_MS = 30_000;
+
+/** What `integrations.call(name, {...})` sends over fd 3. */
+const CallArgs = z.object({
+  name: z.string().min(1).max(63),
+  method: z.string().regex(/^[A-Za-z]{1,16}$/, 'must be an HTTP method'),
+  path: z.string().max(4096),
+  query: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))])).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.unknown().optional(),
+});
+
+/** An error the snippet sees as an exception with this `code` (and, for an HTTP error, `status` and `body`). */
+const callError = (code: string, message: string, extra: { status?: number; body?: unknown } = {}) => Object.assign(new Error(message), { code, ...extra });
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
 
 export interface IntegrationInput {
   provider: string;
@@ -19,7 +41,11 @@ export interface IntegrationInput {
  * credential itself stays a secret; calls through `@svc/integrations` resolve it at call time.
  */
 export class IntegrationService {
-  constructor(private readonly deps: CoreDeps) {}
+  constructor(
+    private readonly deps: CoreDeps,
+    private readonly secrets: SecretService,
+    private readonly egress: EgressService,
+  ) {}
 
   private view(rec: IntegrationRecord) {
     const secretPresent =
@@ -75,5 +101,67 @@ export class IntegrationService {
       db.integrations = db.integrations.filter((i) => !(i.tenant_id === tenant.id && i.name === name));
       if (db.integrations.length === before) throw notFound('integration', name);
     });
+  }
+
+  /**
+   * `integrations.call` from a snippet: the core adds the credential from the named secret, sends the
+   * request through the egress path (profile, faults, log) with a deadline, and writes one line about
+   * it (never the credential) to the invocation's logs. A non-2xx answer is an error carrying status
+   * and body.
+   */
+  async call(tenant: TenantRecord, invocationId: string, raw: Record<string, unknown>, log: (line: string) => void) {
+    const parsed = CallArgs.safeParse(raw);
+    if (!parsed.success) throw callError('validation_failed', `integrations.call: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'request'} ${i.message}`).join('; ')}`);
+    const args = parsed.data;
+    const rec = this.deps.repo.read((db) => db.integrations.find((i) => i.tenant_id === tenant.id && i.name === args.name));
+    if (!rec) throw callError('not_found', `no integration named '${args.name}': create it with PUT /v1/integrations/${args.name}`);
+    if (!rec.base_url) throw callError('validation_failed', `integration '${rec.name}' has no base_url: set one with PUT /v1/integrations/${rec.name}`);
+    const url = new URL(`${rec.base_url.replace(/\/+$/, '')}/${args.path.replace(/^\/+/, '')}`);
+    for (const [k, v] of Object.entries(args.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(one));
+
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(args.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
+    let body: Buffer | undefined;
+    if (args.body !== undefined) {
+      body = Buffer.from(typeof args.body === 'string' ? args.body : JSON.stringify(args.body));
+      headers['content-type'] ??= typeof args.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json';
+    }
+    if (rec.auth.type !== 'none') {
+      const secret = rec.auth.secret ? this.secrets.reveal(tenant)[rec.auth.secret] : undefined;
+      if (secret === undefined) throw callError('secret_missing', `integration '${rec.name}' needs the secret ${rec.auth.secret}, which is not set: PUT /v1/secrets/${rec.auth.secret}`);
+      if (rec.auth.type === 'bearer') headers.authorization = `Bearer ${secret}`;
+      else if (rec.auth.type === 'basic') headers.authorization = `Basic ${Buffer.from(secret).toString('base64')}`;
+      else headers[rec.auth.header!.toLowerCase()] = secret;
+    }
+
+    const method = args.method.toUpperCase();
+    const what = `${rec.name} ${method} ${url.pathname}${url.search}`;
+    const started = performance.now();
+    let res;
+    try {
+      res = await this.egress.send({
+        identity: { tenant: tenant.name, invocation_id: invocationId },
+        integration: rec.name, method, url, headers, body, timeoutMs: INTEGRATION_TIMEOUT_MS,
+      });
+    } catch (err) {
+      if (!(err instanceof EgressError)) throw err;
+      log(`[integration] ${what} → ${err.code}: ${err.message}`);
+      throw callError(err.code, err.message);
+    }
+    log(`[integration] ${what} → ${res.status} (${Math.round(performance.now() - started)} ms)`);
+    const text = res.body.toString('utf8');
+    const isJson = /\bjson\b/i.test(String(res.headers['content-type'] ?? ''));
+    let value: unknown = text;
+    if (isJson) {
+      try {
+        value = JSON.parse(text);
+      } catch {
+        /* not JSON after all: the text */
+      }
+    }
+    const flat: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+    if (res.status < 200 || res.status > 299) throw callError('integration_error', `${what} answered ${res.status}`, { status: res.status, body: value });
+    return { status: res.status, headers: flat, body: value };
   }
 }

@@ -6,6 +6,7 @@ import type { Executor, ExecutionResult, HostOp, Outcome, RunLimits } from '../.
 import type { SnippetService } from './snippets';
 import type { SecretService } from './secrets';
 import type { StoreService } from './store';
+import type { IntegrationService } from './integrations';
 import type { InvocationService, NewInvocation } from './invocations';
 
 export interface Resolved {
@@ -60,6 +61,7 @@ export class InvokeService {
     private readonly secrets: SecretService,
     private readonly store: StoreService,
     private readonly invocations: InvocationService,
+    private readonly integrations: IntegrationService,
     readonly slots: TenantSlots,
   ) {}
 
@@ -217,7 +219,7 @@ export class InvokeService {
             SVC_ENV: record.env ?? '',
           },
         },
-        { onChunk: hooks.onChunk, onCall: (op, args) => this.hostCall(tenant, op, args) },
+        { onChunk: hooks.onChunk, onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log) },
         controller.signal,
       );
     } finally {
@@ -235,7 +237,7 @@ export class InvokeService {
   }
 
   /** The snippet libraries' calls, answered in the tenant's scope. */
-  private async hostCall(tenant: TenantRecord, op: HostOp, args: Record<string, unknown>): Promise<unknown> {
+  private async hostCall(tenant: TenantRecord, invocationId: string, op: HostOp, args: Record<string, unknown>, log: (line: string) => void): Promise<unknown> {
     const key = () => {
       if (typeof args.key !== 'string' || !/^[\x21-\x7e]{1,512}$/.test(args.key)) {
         throw Object.assign(new Error('key must be 1–512 printable ASCII characters without spaces'), { code: 'validation_failed' });
@@ -267,7 +269,7 @@ export class InvokeService {
         return keys;
       }
       case 'integrations.call':
-        throw Object.assign(new Error('integrations arrive with the agents issue'), { code: 'not_implemented' });
+        return this.integrations.call(tenant, invocationId, args, log);
     }
   }
 }

@@ -1070,6 +1070,32 @@ describe('async mode, callbacks and the callback inbox (the HTTP surface; delive
   });
 });
 
+describe('the egress inspector and fault rules (the HTTP surface; behaviour in egress-proxy.test.ts and agents tests)', () => {
+  const admin = () => ({ key: core.admin });
+  it('lists the log with the profile, clears it; adds, lists and removes fault rules', async () => {
+    const log = await core.call('GET', '/_emu/egress', undefined, admin());
+    expect(log.status).toBe(200);
+    expect(log.json).toMatchObject({ profile: 'local', allow: [] });
+    expect(Array.isArray(log.json.data)).toBe(true);
+    expect((await core.call('DELETE', '/_emu/egress', undefined, admin())).status).toBe(204);
+
+    const add = await core.call('POST', '/_emu/egress/faults', { host: 'api.example.com', action: { type: 'latency', ms: 250 } }, admin());
+    expect(add.status, add.text).toBe(201);
+    expect(add.json).toMatchObject({ id: expect.stringMatching(/^flt_/), host: 'api.example.com', action: { type: 'latency', ms: 250 }, times: null, hits: 0 });
+    const second = await core.call('POST', '/_emu/egress/faults', { integration: 'weather', action: { type: 'status', status: 503 }, times: 2 }, admin());
+    expect(second.status).toBe(201);
+    expect((await core.call('GET', '/_emu/egress/faults', undefined, admin())).json.data.map((f: any) => f.id)).toEqual([add.json.id, second.json.id]);
+    expect((await core.call('DELETE', `/_emu/egress/faults/${add.json.id}`, undefined, admin())).status).toBe(204);
+    expectProblem(await core.call('DELETE', `/_emu/egress/faults/${add.json.id}`, undefined, admin()), 404, 'not_found');
+    expect((await core.call('DELETE', '/_emu/egress/faults', undefined, admin())).status).toBe(204);
+    expect((await core.call('GET', '/_emu/egress/faults', undefined, admin())).json.data).toEqual([]);
+
+    expectProblem(await core.call('POST', '/_emu/egress/faults', { action: { type: 'drop' } }, admin()), 422, 'validation_failed');
+    expectProblem(await core.call('POST', '/_emu/egress/faults', { host: 'x', action: { type: 'status', status: 200 } }, admin()), 422, 'validation_failed');
+    expectProblem(await core.call('GET', '/_emu/egress'), 401, 'unauthenticated');
+  });
+});
+
 describe('coverage', () => {
   // Runs last: every declared route was driven to a success by the tests above, as /metrics counted.
   it('every declared route answered a 2xx in this file', async () => {

@@ -1,0 +1,250 @@
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { chmod, unlink } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Duplex } from 'node:stream';
+import type { EgressIdentity, EgressService } from '../services/egress';
+
+/** The first line each relayed connection starts with (see the runners' egress relay). */
+const PREAMBLE = /^SVC-EGRESS 1 (\S+)\r?\n/;
+const PREAMBLE_MAX = 256;
+/** A connection held open by a `timeout` fault is closed after this long if the client has not given up. */
+const HOLD_MAX_MS = 10 * 60 * 1000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Where a data dir's egress socket lives: inside it, unless that path is too long for a unix socket
+ * (about 107 bytes on Linux), then in the temp dir under a name derived from the data dir.
+ */
+export function egressSocketPath(dataDir: string): string {
+  const inside = join(dataDir, 'egress.sock');
+  if (Buffer.byteLength(inside) <= 100) return inside;
+  return join(tmpdir(), `svc-emu-egress-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}.sock`);
+}
+
+/**
+ * The egress proxy: an HTTP forward proxy (absolute-form requests for plain HTTP, CONNECT tunnels for
+ * HTTPS) on a unix socket. Runners reach it through their relay (from inside the sandbox's network
+ * namespace it is the only way out); each connection names its invocation in a one-line preamble. Every
+ * call goes through EgressService: fault rules, the egress profile on the resolved address, the log.
+ */
+export class EgressProxy {
+  private readonly http = createHttpServer();
+  private readonly listener: Server;
+  private readonly who = new WeakMap<Duplex, EgressIdentity>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(
+    private readonly egress: EgressService,
+    readonly socketPath: string,
+  ) {
+    this.http.on('request', (req, res) => void this.forward(req, res));
+    this.http.on('connect', (req, socket, head) => void this.tunnel(req, socket as Socket, head));
+    this.http.on('clientError', (_err, socket) => socket.destroy());
+    this.listener = createServer((socket) => this.accept(socket));
+  }
+
+  async listen(): Promise<void> {
+    await unlink(this.socketPath).catch(() => {}); // a socket left by a core that died
+    await new Promise<void>((resolve, reject) => {
+      this.listener.once('error', reject);
+      this.listener.listen(this.socketPath, () => resolve());
+    });
+    await chmod(this.socketPath, 0o600);
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.listener.close(() => resolve()));
+    await unlink(this.socketPath).catch(() => {});
+  }
+
+  /** Reads the preamble, then hands the rest of the connection to the HTTP server. */
+  private accept(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    let buf = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const text = buf.toString('latin1');
+      const m = PREAMBLE.exec(text);
+      if (!m) {
+        if (buf.length > PREAMBLE_MAX || (text.includes('\n') && !text.startsWith('SVC-EGRESS'))) socket.destroy();
+        return;
+      }
+      socket.off('data', onData);
+      socket.pause();
+      this.who.set(socket, this.egress.identify(m[1] === '-' ? null : m[1]!));
+      const rest = buf.subarray(Buffer.byteLength(m[0], 'latin1'));
+      if (rest.length) socket.unshift(rest);
+      this.http.emit('connection', socket);
+      socket.resume();
+    };
+    socket.on('data', onData);
+  }
+
+  private identity(socket: Duplex): EgressIdentity {
+    return this.who.get(socket) ?? { tenant: null, invocation_id: null };
+  }
+
+  /** Plain HTTP: `GET http://host/path`. Answered with `Connection: close`, so each request is attributed afresh. */
+  private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const identity = this.identity(req.socket);
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+      if (url.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' }).end('the egress proxy takes absolute http:// URLs (and CONNECT for https)\n');
+      return;
+    }
+    const host = url.hostname;
+    const port = Number(url.port || 80);
+    let bytesOut = 0;
+    let bytesIn = 0;
+    req.on('data', (c: Buffer) => (bytesOut += c.length));
+    const plan = this.egress.plan(host, null);
+    const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) =>
+      this.egress.record({
+        source: 'snippet', ...identity, integration: null, method: req.method ?? 'GET', host, port, path: url.pathname,
+        status: fields.status ?? null, bytes_out: bytesOut, bytes_in: bytesIn, duration_ms: Math.round(performance.now() - started),
+        fault: plan.describe, refused: fields.refused ?? null, error: fields.error ?? null, startedAt: started,
+      });
+    res.shouldKeepAlive = false;
+
+    if (plan.latencyMs) await sleep(plan.latencyMs);
+    if (plan.fail?.type === 'drop') {
+      req.socket.destroy();
+      log({ error: 'connection dropped by a fault rule' });
+      return;
+    }
+    if (plan.fail?.type === 'timeout') {
+      await this.hold(req.socket);
+      log({ error: 'held without an answer by a fault rule' });
+      return;
+    }
+    if (plan.fail?.type === 'status') {
+      const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
+      bytesIn = Buffer.byteLength(body);
+      res.writeHead(plan.fail.status, { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }).end(body);
+      log({ status: plan.fail.status });
+      return;
+    }
+    const target = await this.egress.resolve(host, port);
+    if ('refused' in target || 'error' in target) {
+      const refused = 'refused' in target ? target.refused : null;
+      const detail = refused ?? (target as { error: string }).error;
+      const status = refused ? 403 : 502;
+      res
+        .writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' })
+        .end(JSON.stringify({ type: `about:blank#${refused ? 'egress_refused' : 'bad_gateway'}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code: refused ? 'egress_refused' : 'bad_gateway', detail }));
+      log({ status, refused, error: refused ? null : detail });
+      return;
+    }
+    const headers = { ...req.headers };
+    for (const h of ['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']) delete headers[h];
+    const upstream = httpRequest(
+      { host: target.address, family: target.family, port, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, host: url.host }, agent: false, setHost: false },
+      (up) => {
+        up.on('data', (c: Buffer) => (bytesIn += c.length));
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+        up.on('end', () => log({ status: up.statusCode ?? null }));
+      },
+    );
+    upstream.on('error', (err) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`the egress proxy could not reach ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}\n`);
+      else res.destroy();
+      log({ status: res.headersSent ? null : 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
+    });
+    req.pipe(upstream);
+  }
+
+  /** HTTPS and anything else: `CONNECT host:port`, then bytes both ways (only host and port are known). */
+  private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
+    const started = performance.now();
+    const identity = this.identity(client);
+    const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(req.url ?? '');
+    if (!m) {
+      client.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+      return;
+    }
+    const host = m[1]!;
+    const port = Number(m[2]);
+    let bytesOut = head.length;
+    let bytesIn = 0;
+    const plan = this.egress.plan(host, null);
+    let logged = false;
+    const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) => {
+      if (logged) return;
+      logged = true;
+      this.egress.record({
+        source: 'snippet', ...identity, integration: null, method: 'CONNECT', host, port, path: null,
+        status: fields.status ?? null, bytes_out: bytesOut, bytes_in: bytesIn, duration_ms: Math.round(performance.now() - started),
+        fault: plan.describe, refused: fields.refused ?? null, error: fields.error ?? null, startedAt: started,
+      });
+    };
+    client.on('error', () => client.destroy());
+    if (plan.latencyMs) await sleep(plan.latencyMs);
+    if (plan.fail?.type === 'drop') {
+      client.destroy();
+      log({ error: 'connection dropped by a fault rule' });
+      return;
+    }
+    if (plan.fail?.type === 'timeout') {
+      await this.hold(client);
+      log({ error: 'held without an answer by a fault rule' });
+      return;
+    }
+    if (plan.fail?.type === 'status') {
+      client.end(`HTTP/1.1 ${plan.fail.status} Fault\r\nConnection: close\r\nX-Svc-Emu-Fault: status\r\n\r\n`);
+      log({ status: plan.fail.status });
+      return;
+    }
+    const target = await this.egress.resolve(host, port);
+    if ('refused' in target || 'error' in target) {
+      const refused = 'refused' in target ? target.refused : null;
+      const detail = refused ?? (target as { error: string }).error;
+      client.end(`HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${detail}\n`);
+      log({ status: refused ? 403 : 502, refused, error: refused ? null : detail });
+      return;
+    }
+    const upstream = connect({ host: target.address, port, family: target.family });
+    upstream.once('connect', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) upstream.write(head);
+      client.on('data', (c: Buffer) => (bytesOut += c.length));
+      upstream.on('data', (c: Buffer) => (bytesIn += c.length));
+      client.pipe(upstream);
+      upstream.pipe(client);
+    });
+    upstream.on('error', (err) => {
+      if (!client.destroyed && bytesIn === 0) client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n`);
+      else client.destroy();
+      log({ status: 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
+    });
+    const finish = () => {
+      upstream.destroy();
+      client.destroy();
+      log({ status: 200 });
+    };
+    upstream.once('close', finish);
+    client.once('close', finish);
+  }
+
+  /** A `timeout` fault: no answer; the connection stays open until the client gives up. */
+  private hold(socket: Duplex): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => socket.destroy(), HOLD_MAX_MS);
+      socket.once('close', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}

@@ -1,0 +1,200 @@
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP } from 'node:net';
+import { lookup } from 'node:dns/promises';
+import { EgressLog, type EgressEntry } from '../egress/log';
+import { FaultRules, type FaultPlan } from '../egress/faults';
+import { refuseAddress, type EgressRules } from '../egress/policy';
+import type { Clock } from '../core-deps';
+
+/** Who makes an outbound call. */
+export interface EgressIdentity {
+  tenant: string | null;
+  invocation_id: string | null;
+}
+
+export type Resolved = { address: string; family: number } | { refused: string } | { error: string };
+
+export class EgressError extends Error {
+  constructor(
+    readonly code: 'egress_refused' | 'egress_fault' | 'timeout' | 'connection_failed',
+    message: string,
+    /** An HTTP status a fault answered with. */
+    readonly status: number | null = null,
+    readonly body: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+export interface OutboundRequest {
+  identity: EgressIdentity;
+  integration: string | null;
+  method: string;
+  url: URL;
+  headers: Record<string, string>;
+  body?: Buffer;
+  timeoutMs: number;
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** Responses larger than this are refused (the snippet gets an error, not a truncated body). */
+const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Everything that leaves the emulator on a snippet's behalf goes through here: the egress profile
+ * (checked on the addresses a name resolves to, at connect time), the fault rules QA sets, and the
+ * egress log. The proxy (snippets' own HTTP clients) and `integrations.call` (made by the core) share it.
+ */
+export class EgressService {
+  readonly log = new EgressLog();
+  readonly faults: FaultRules;
+
+  constructor(
+    readonly rules: EgressRules,
+    private readonly clock: Clock,
+    /** The tenant an invocation belongs to (null when unknown). */
+    private readonly tenantOf: (invocationId: string) => string | null,
+  ) {
+    this.faults = new FaultRules(clock);
+  }
+
+  identify(invocationId: string | null): EgressIdentity {
+    return { invocation_id: invocationId, tenant: invocationId ? this.tenantOf(invocationId) : null };
+  }
+
+  /** The address to connect to, or why not: the profile is applied to every address the name has. */
+  async resolve(host: string, port: number): Promise<Resolved> {
+    const bare = host.replace(/^\[|\]$/g, '');
+    let addresses: { address: string; family: number }[];
+    if (isIP(bare)) addresses = [{ address: bare, family: isIP(bare) }];
+    else {
+      try {
+        addresses = await lookup(bare, { all: true, verbatim: true });
+      } catch (err) {
+        return { error: `host not found (${(err as NodeJS.ErrnoException).code ?? 'lookup failed'})` };
+      }
+    }
+    for (const a of addresses) {
+      const refused = refuseAddress(a.address, bare, port, this.rules, 'outbound connections');
+      if (refused) return { refused };
+    }
+    return addresses[0] ?? { error: 'host not found (no address)' };
+  }
+
+  plan(host: string, integration: string | null): FaultPlan {
+    return this.faults.plan(host, integration);
+  }
+
+  record(entry: Omit<EgressEntry, 'id' | 'at'> & { startedAt: number }): EgressEntry {
+    const { startedAt, ...rest } = entry;
+    return this.log.add({ ...rest, at: new Date(Date.now() - (performance.now() - startedAt)).toISOString() });
+  }
+
+  /**
+   * One buffered HTTP(S) request made by the core (an integration call): faults, then the profile,
+   * then the request with a deadline. Throws EgressError when it cannot get an answer; any HTTP status
+   * that comes back is an answer.
+   */
+  async send(req: OutboundRequest): Promise<OutboundResponse> {
+    const started = performance.now();
+    const host = req.url.hostname;
+    const port = Number(req.url.port || (req.url.protocol === 'https:' ? 443 : 80));
+    const base = {
+      source: 'integration' as const,
+      tenant: req.identity.tenant,
+      invocation_id: req.identity.invocation_id,
+      integration: req.integration,
+      method: req.method,
+      host,
+      port,
+      path: req.url.pathname,
+      bytes_out: req.body?.length ?? 0,
+      startedAt: started,
+    };
+    const done = (fields: Partial<EgressEntry>) =>
+      this.record({ ...base, status: null, bytes_in: 0, duration_ms: Math.round(performance.now() - started), fault: plan.describe, refused: null, error: null, ...fields });
+
+    const plan = this.plan(host, req.integration);
+    const deadline = started + req.timeoutMs;
+    if (plan.latencyMs) await sleep(Math.min(plan.latencyMs, Math.max(0, deadline - performance.now())));
+    if (performance.now() >= deadline || plan.fail?.type === 'timeout') {
+      if (plan.fail?.type === 'timeout') await sleep(Math.max(0, deadline - performance.now()));
+      done({ error: `no answer within ${req.timeoutMs} ms` });
+      throw new EgressError('timeout', `${req.integration ?? host}: no answer within ${req.timeoutMs} ms`);
+    }
+    if (plan.fail?.type === 'drop') {
+      done({ error: 'connection dropped by a fault rule' });
+      throw new EgressError('egress_fault', `${req.integration ?? host}: the connection was dropped`);
+    }
+    if (plan.fail?.type === 'status') {
+      const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
+      done({ status: plan.fail.status, bytes_in: Buffer.byteLength(body) });
+      return { status: plan.fail.status, headers: { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }, body: Buffer.from(body) };
+    }
+    const target = await this.resolve(host, port);
+    if ('refused' in target) {
+      done({ refused: target.refused });
+      throw new EgressError('egress_refused', target.refused);
+    }
+    if ('error' in target) {
+      done({ error: target.error });
+      throw new EgressError('connection_failed', `${host}: ${target.error}`);
+    }
+    try {
+      const res = await this.request(req, target, deadline - performance.now());
+      done({ status: res.status, bytes_in: res.body.length });
+      return res;
+    } catch (err) {
+      const e = err instanceof EgressError ? err : new EgressError('connection_failed', `${host}: ${(err as Error).message}`);
+      done({ error: e.message });
+      throw e;
+    }
+  }
+
+  private request(req: OutboundRequest, target: { address: string; family: number }, timeoutMs: number): Promise<OutboundResponse> {
+    return new Promise((resolve, reject) => {
+      const send = req.url.protocol === 'https:' ? httpsRequest : httpRequest;
+      const r = send(
+        req.url,
+        {
+          method: req.method,
+          headers: { ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) },
+          agent: false,
+          // Connect to the address the profile approved; TLS still checks the certificate for the name.
+          lookup: (_host, opts, cb) => (opts.all ? cb(null, [target]) : cb(null, target.address, target.family)),
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_RESPONSE_BYTES) {
+              r.destroy(new EgressError('connection_failed', `the answer is over ${MAX_RESPONSE_BYTES} bytes`));
+              return;
+            }
+            chunks.push(c);
+          });
+          res.on('end', () => {
+            clearTimeout(timer);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
+          });
+          res.on('error', reject);
+        },
+      );
+      const timer = setTimeout(() => r.destroy(new EgressError('timeout', `${req.url.host}: no answer within ${req.timeoutMs} ms`)), Math.max(1, timeoutMs));
+      r.on('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+      r.end(req.body);
+    });
+  }
+}
