@@ -6,12 +6,15 @@
  *   const res = await integrations.call("github", { method: "GET", path: "/user" });
  *   // res = { status, headers, body }
  *
- * A call the host refuses or cannot make rejects with an Error carrying `code`; an HTTP error status
- * from the remote API is a normal response.
+ * A call the host refuses or cannot make rejects with an Error carrying `code`. A non-2xx answer from the
+ * remote API rejects too, with `code` 'integration_error' and the answer's `status` and `body`.
  */
 
 export interface HostCallError extends Error {
   code: string;
+  /** An integration's HTTP error: what the remote API answered. */
+  status?: number;
+  body?: unknown;
 }
 
 interface Host {

@@ -7,15 +7,18 @@ _call_async = None
 
 class HostCallError(Exception):
     """A host call the host refused or could not complete. `code` says why (e.g. `payload_too_large`,
-    `not_found`, `host_error`)."""
+    `not_found`, `host_error`). An integration the remote API answered with an HTTP error has `code`
+    `integration_error`, and `status` and `body` say what the API answered (else both are None)."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message, status=None, body=None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status
+        self.body = body
 
     def __reduce__(self):
-        return (HostCallError, (self.code, self.message))
+        return (HostCallError, (self.code, self.message, self.status, self.body))
 
 
 HostCallError.__module__ = "svc"  # tracebacks say svc.HostCallError, the name users import
@@ -35,7 +38,12 @@ def _unwrap(reply):
     if reply.get("ok"):
         return reply.get("value")
     error = reply.get("error") or {}
-    raise HostCallError(error.get("code") or "host_error", error.get("message") or "the host call failed")
+    raise HostCallError(
+        error.get("code") or "host_error",
+        error.get("message") or "the host call failed",
+        error.get("status"),
+        error.get("body"),
+    )
 
 
 def call(op, args):

@@ -6,7 +6,8 @@ tenant's credentials (the snippet never sees them).
     res["status"], res["headers"], res["body"]
 
 `json` is the request body (any JSON value). A call the host refuses or cannot make raises
-HostCallError; an HTTP error status from the remote API is a normal response. Async: `await acall(...)`.
+HostCallError; so does a non-2xx answer from the remote API (`code` "integration_error", with the answer's
+`status` and `body`). Async: `await acall(...)`.
 """
 from ._host import HostCallError, acall as _acall, call as _call
 
