@@ -9,6 +9,7 @@ import { executorBench } from './executor';
 import { workspaceBench } from './workspace';
 import { asyncBench } from './async';
 import { streamBench } from './stream';
+import { egressBench } from './egress';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
@@ -17,6 +18,7 @@ const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = 
   workspace: () => workspaceBench({ edits: 20 }),
   async: () => asyncBench({ jobs: 1000 }),
   stream: (o) => streamBench({ iterations: Math.min(o.iterations, 500) }),
+  egress: (o) => egressBench({ iterations: Math.min(o.iterations, 1000) }),
 };
 
 async function main() {
