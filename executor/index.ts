@@ -29,7 +29,14 @@ export interface LocalHostBuild {
  * The sandbox host of this machine: detected limit backend, bubblewrap if it works, installed
  * runtimes. Used by the executor on Linux, and by the agent inside a Lima VM.
  */
-export async function createLocalHost(opts: { projectRoot: string; workDir: string; transport?: string; spares?: number }): Promise<LocalHostBuild> {
+export async function createLocalHost(opts: {
+  projectRoot: string;
+  workDir: string;
+  transport?: string;
+  spares?: number;
+  /** The core's egress proxy socket (absolute host path); see CreateExecutorOptions.egressSocket. */
+  egressSocket?: string | null;
+}): Promise<LocalHostBuild> {
   const runtime = await readRuntimeInfo(opts.projectRoot);
   const runtimesDir = join(opts.projectRoot, 'executor', 'runtimes');
   const detected = await detectLimitBackend();
@@ -49,6 +56,7 @@ export async function createLocalHost(opts: { projectRoot: string; workDir: stri
     setpriv,
     transport: opts.transport,
     spares: opts.spares ?? 1,
+    egressSocket: opts.egressSocket ?? null,
   });
   await host.sweep();
   host.refillSpares();
@@ -100,6 +108,17 @@ export interface CreateExecutorOptions {
    * `limaAgentArgv(…)`; in tests a plain shell command). Null: local sandboxes.
    */
   agentArgv?: string[] | null;
+  /**
+   * The unix socket (absolute path on this host) the core's egress proxy listens on. Each connection to it
+   * starts with one line, `SVC-EGRESS 1 <invocation id or ->\r\n`, then is an ordinary HTTP proxy
+   * connection. Runners get `SVC_EGRESS_SOCKET` (under bubblewrap the socket is bound in at
+   * `/run/svc-egress.sock`; the sandbox keeps its loopback-only network), relay from 127.0.0.1 to it and set
+   * HTTP_PROXY, HTTPS_PROXY, http_proxy, https_proxy, ALL_PROXY to the relay and NO_PROXY/no_proxy to "".
+   * Listen on it before createExecutor: a sandbox started while the socket is missing is not bound to it
+   * (its relay answers 502), though spares made then are dropped, not handed out, once it exists.
+   * Not used behind an agent (agentArgv: the socket is on this host, the sandboxes elsewhere). Unset: no proxy.
+   */
+  egressSocket?: string | null;
 }
 
 export interface BuiltExecutor {
@@ -122,7 +141,7 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
   let limitReason: string;
   let runtimes: LocalRuntimePaths;
   try {
-    ({ host, runtime, limitReason, runtimes } = await createLocalHost({ projectRoot: root, workDir: opts.workDir }));
+    ({ host, runtime, limitReason, runtimes } = await createLocalHost({ projectRoot: root, workDir: opts.workDir, egressSocket: opts.egressSocket ?? null }));
     if (opts.agentArgv) {
       host = (await spawnAgent(opts.agentArgv, `agent: ${opts.agentArgv[0]}`)).host;
       limitReason = `${limitReason} (sandboxes run behind the agent)`;

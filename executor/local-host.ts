@@ -39,7 +39,16 @@ export interface LocalHostOptions {
   spares?: number;
   pidsMax?: number;
   tmpSizeMb?: number;
+  /**
+   * The core's egress proxy: an absolute path on this host to its unix socket (DESIGN.md, "Egress proxy").
+   * Runners get it as SVC_EGRESS_SOCKET (bound into the sandbox at EGRESS_SOCKET_IN_SANDBOX under
+   * bubblewrap) and relay their HTTP(S)_PROXY traffic to it. Unset: runners get no proxy.
+   */
+  egressSocket?: string | null;
 }
+
+/** Where a sandbox sees the egress proxy's socket (/run is a tmpfs of the sandbox: bwrap can bind onto it). */
+export const EGRESS_SOCKET_IN_SANDBOX = '/run/svc-egress.sock';
 
 /** A spare's memory limit until it is claimed (then the version's own limit applies). */
 const SPARE_MEMORY_MB = 1024;
@@ -55,6 +64,8 @@ interface Spawned {
   exited: Promise<{ code: number | null; signal: string | null }>;
   started: number;
   stderr: { head: string };
+  /** Under bubblewrap: whether the egress socket was there to bind when it started (see claimSpare). */
+  egressBound: boolean;
   stopCollecting(): void;
   alive(): boolean;
   destroy(): Promise<void>;
@@ -90,6 +101,9 @@ export class LocalSandboxHost implements SandboxHost {
   private readonly bundles: string;
 
   constructor(private readonly opts: LocalHostOptions) {
+    if (opts.egressSocket && !opts.egressSocket.startsWith('/')) {
+      throw new Error(`egressSocket must be an absolute path (got ${JSON.stringify(opts.egressSocket)})`);
+    }
     this.bundles = join(opts.workDir, 'bundles');
     this.spareDir = join(opts.workDir, 'spare');
     const degraded: string[] = [];
@@ -157,6 +171,7 @@ export class LocalSandboxHost implements SandboxHost {
   }
 
   private environment(): Record<string, string> {
+    const { egressSocket, bwrap } = this.opts;
     return {
       PATH: '/usr/local/bin:/usr/bin:/bin',
       HOME: '/tmp',
@@ -166,6 +181,8 @@ export class LocalSandboxHost implements SandboxHost {
       PYTHONDONTWRITEBYTECODE: '1',
       NO_COLOR: '1',
       BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0',
+      // The runner relays HTTP(S)_PROXY traffic to it (and sets those variables itself, before any tenant code).
+      ...(egressSocket ? { SVC_EGRESS_SOCKET: bwrap ? EGRESS_SOCKET_IN_SANDBOX : egressSocket } : {}),
     };
   }
 
@@ -188,6 +205,7 @@ export class LocalSandboxHost implements SandboxHost {
     let inner: string[];
     let cwd: string;
     let childEnv: Record<string, string>;
+    let egressBound = false;
     if (bwrap) {
       const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
       const extra: Bind[] = [...(await this.identity())];
@@ -199,6 +217,9 @@ export class LocalSandboxHost implements SandboxHost {
         binds.push({ src: runtimes.python.venv, dest: runtimes.python.venv });
         binds.push({ src: runtimes.python.basePrefix, dest: runtimes.python.basePrefix });
       }
+      // The one way out of the sandbox's loopback-only network namespace. A socket that is not there (yet) is
+      // not bound (bwrap would refuse to start): the runner's relay answers 502 until a new sandbox starts.
+      egressBound = !!this.opts.egressSocket && existsSync(this.opts.egressSocket);
       const prefix = bwrapArgv({
         bwrap: bwrap.bin,
         features: bwrap.features,
@@ -211,6 +232,7 @@ export class LocalSandboxHost implements SandboxHost {
         gid: 1000,
         env,
         chdir: APP,
+        unixSocketBinds: egressBound ? [{ src: this.opts.egressSocket!, dest: EGRESS_SOCKET_IN_SANDBOX }] : [],
       });
       inner = [...prefix, ...this.runnerArgv(runtime, APP, entry)];
       cwd = '/';
@@ -253,6 +275,7 @@ export class LocalSandboxHost implements SandboxHost {
       exited,
       started,
       stderr,
+      egressBound,
       stopCollecting: () => child.stderr?.off('data', collect),
       alive: () => !destroyed && child.exitCode === null && child.signalCode === null,
       destroy: async () => {
@@ -370,7 +393,9 @@ export class LocalSandboxHost implements SandboxHost {
       if ('pending' in r) r = await (r as unknown as { pending: Promise<Spawned> }).pending.catch(() => null as never);
       // Its replacement starts at once, so the next cold start finds one ready.
       setImmediate(() => this.refillSpares());
-      if (!r || !r.alive() || r.limits.pidsMax !== spec.pidsMax || r.limits.tmpSizeMb !== spec.tmpSizeMb) {
+      // A spare started before the egress proxy listened has no way out; one started now would.
+      const egressLate = !!r && this.opts.bwrap !== null && !!this.opts.egressSocket && !r.egressBound && existsSync(this.opts.egressSocket);
+      if (!r || !r.alive() || egressLate || r.limits.pidsMax !== spec.pidsMax || r.limits.tmpSizeMb !== spec.tmpSizeMb) {
         await r?.destroy();
         continue;
       }

@@ -8,7 +8,7 @@ import { createApp } from './http/app';
 import { Metrics } from './http/metrics';
 import { allRoutes } from './api/routes';
 import { buildOpenApi } from './api/openapi';
-import { createServices, type Services } from './services';
+import { createServices, egressService, type Services } from './services';
 import { acquireDataDir, dataDirPaths } from './storage/data-dir';
 import { openState } from './open-state';
 import { runDoctor } from './doctor';
@@ -55,10 +55,21 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
     const adminToken = newAdminToken();
     let url = '';
-    const egressSocket = egressSocketPath(paths.root);
+    // The way out for snippets' own HTTP clients: listening before any sandbox starts (runners relay to it).
+    const egressRules = { profile: config.egressProfile, allow: config.egressAllow };
+    const egress = egressService(deps, egressRules);
+    const proxy = new EgressProxy(egress, egressSocketPath(paths.root));
+    await proxy.listen();
+    cleanup.push(() => proxy.close());
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
-      : await createExecutor({ projectRoot: config.projectRoot, workDir: join(paths.root, 'sandboxes'), logger, agentArgv: config.executorAgent });
+      : await createExecutor({
+          projectRoot: config.projectRoot,
+          workDir: join(paths.root, 'sandboxes'),
+          logger,
+          agentArgv: config.executorAgent,
+          egressSocket: proxy.socketPath,
+        });
     cleanup.push(() => deps.repo.close()); // what the runs' last moments recorded
     cleanup.push(() => built.executor.close());
     const services = createServices(
@@ -86,7 +97,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         logger,
         validateCode: input.validateCode ?? built.validateCode,
         historyLimit: config.historyLimit,
-        egress: { profile: config.egressProfile, allow: config.egressAllow },
+        egress: egressRules,
+        egressService: egress,
         asyncWorkers: config.asyncWorkers,
         callbackRetryScale: config.callbackRetryScale,
         callbackTimeoutMs: config.callbackTimeoutMs,
@@ -99,10 +111,6 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       services.async.close();
       services.callbacks.close();
     });
-    // The way out for snippets' own HTTP clients (their runners relay to this socket).
-    const proxy = new EgressProxy(services.egress, egressSocket);
-    await proxy.listen();
-    cleanup.push(() => proxy.close());
     await services.async.recover();
     const local = await services.tenants.ensureLocal();
     if (config.workspace) {

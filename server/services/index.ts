@@ -58,6 +58,8 @@ export interface ServiceOptions {
   validateCode?: CodeValidator | null;
   historyLimit?: number;
   egress: EgressRules;
+  /** Built before the executor (its proxy must listen before sandboxes start): see `egressService`. */
+  egressService: EgressService;
   asyncWorkers: number;
   callbackRetryScale: number;
   callbackTimeoutMs: number;
@@ -65,6 +67,16 @@ export interface ServiceOptions {
   inboxDir: string;
   /** Silence after which an SSE response gets a `: ping` comment. */
   streamPingMs: number;
+}
+
+/** The egress path, built from the state (who an invocation belongs to) and the profile. */
+export function egressService(deps: CoreDeps, rules: EgressRules): EgressService {
+  return new EgressService(rules, deps.clock, (invocationId) =>
+    deps.repo.read((db) => {
+      const tenantId = db.invocations.find((i) => i.id === invocationId)?.tenant_id;
+      return db.tenants.find((t) => t.id === tenantId)?.name ?? null;
+    }),
+  );
 }
 
 export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: ServiceOptions): Services {
@@ -76,10 +88,7 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
   const secrets = new SecretService(deps);
   const store = new StoreService(deps);
   const invocations = new InvocationService(deps, opts.historyLimit);
-  const egress = new EgressService(opts.egress, deps.clock, (id) => {
-    const tenantId = deps.repo.read((db) => db.invocations.find((i) => i.id === id)?.tenant_id);
-    return tenantId ? (tenants.byId(tenantId)?.name ?? null) : null;
-  });
+  const egress = opts.egressService;
   const integrations = new IntegrationService(deps, secrets, egress);
   const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots());
   const callbacks = new CallbackService(deps, invocations, tenants, {

@@ -187,15 +187,18 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
     expect(bundles.ok, JSON.stringify(bundles)).toBe(false);
   });
 
-  it("cannot connect to the core's own port on 127.0.0.1", async ({ skip }) => {
+  it("cannot connect to the core's own port on 127.0.0.1 directly; HTTP goes through the egress proxy, and is logged", async ({ skip }) => {
     if (noSandbox) return skip(noSandbox);
     const port = Number(new URL(core.url).port);
     expect(port).toBeGreaterThan(0);
     const c = await ok(core, probes[runtime], { op: 'connect', port });
     expect(c.ok, JSON.stringify(c)).toBe(false);
     if (runtime === 'bun') {
+      // The local egress profile lets HTTP reach anything the host can, through the proxy only.
       const f = await ok(core, probes[runtime], { op: 'fetch', url: `${core.url}/healthz` });
-      expect(f.ok, JSON.stringify(f)).toBe(false);
+      expect(f.ok, JSON.stringify(f)).toBe(true);
+      const log = await core.call('GET', '/_emu/egress', undefined, { key: core.admin });
+      expect(log.json.data[0]).toMatchObject({ source: 'snippet', method: 'GET', host: '127.0.0.1', port, path: '/healthz', status: 200 });
     }
   });
 

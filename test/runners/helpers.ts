@@ -93,21 +93,22 @@ export interface StartedRunner {
   stop(): Promise<void>;
 }
 
-export function spawnRunner(runtime: Runtime, bundle: string, entry: string): ChildProcess {
+export function spawnRunner(runtime: Runtime, bundle: string, entry: string, extraEnv: Record<string, string> = {}): ChildProcess {
   const bin = runtimeBinary(runtime);
   if (!bin) throw new Error(`no ${runtime} binary`);
   const args = runtime === 'bun' ? [BUN_RUNNER, '--bundle', bundle, '--entry', entry] : ['-u', PY_RUNNER, '--bundle', bundle, '--entry', entry];
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', RUNNER_OWN: 'kept' };
   // The svc package as the venv will have it installed (until setup installs it there).
   if (runtime === 'python') env.PYTHONPATH = PY_SVC_DIR;
+  Object.assign(env, extraEnv);
   return spawn(bin, args, { cwd: bundle, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
 }
 
-export async function startRunner(runtime: Runtime, files: Record<string, string>, entry?: string): Promise<StartedRunner> {
+export async function startRunner(runtime: Runtime, files: Record<string, string>, entry?: string, extraEnv: Record<string, string> = {}): Promise<StartedRunner> {
   const bundle = makeBundle(files);
   const theEntry = entry ?? (runtime === 'bun' ? 'main.ts' : 'main.py');
   const t0 = performance.now();
-  const child = spawnRunner(runtime, bundle, theEntry);
+  const child = spawnRunner(runtime, bundle, theEntry, extraEnv);
   let stderr = '';
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stderr += `[stdout] ${d}`));

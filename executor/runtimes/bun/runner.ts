@@ -18,6 +18,8 @@ declare const Bun: {
   version: string;
   file(fd: number): { stream(): ReadableStream<Uint8Array> };
   sleepSync(ms: number): void;
+  listen(o: { hostname: string; port: number; allowHalfOpen?: boolean; socket: RelayHandlers }): { port: number };
+  connect(o: { unix: string; allowHalfOpen?: boolean; data?: RelayLink; socket: RelayHandlers }): Promise<RawSocket>;
 };
 
 const FD = 3;
@@ -341,27 +343,25 @@ interface RawSocket {
   resume(): void;
 }
 
+/** One side of a relayed connection: the client's TCP socket, or the upstream unix socket. */
+interface RelaySide {
+  sock: RawSocket | null;
+  /** Bytes waiting to be written to this side (it is still connecting, or a write came back short). */
+  queue: Uint8Array[];
+  /** No more bytes will come from it (FIN or closed). */
+  done: boolean;
+  /** Closed: nothing can be written to it any more. */
+  gone: boolean;
+  /** We sent it our FIN. */
+  ended: boolean;
+}
+
 interface RelayLink {
-  client: RawSocket;
-  upstream: RawSocket | null;
-  /** Bytes waiting for each destination (the upstream is still connecting, or a write came back short). */
-  toUpstream: Uint8Array[];
-  toClient: Uint8Array[];
-  /** A source that ended (FIN) or closed: its destination is ended once its queue is written. */
-  clientDone: boolean;
-  upstreamDone: boolean;
+  client: RelaySide;
+  upstream: RelaySide;
   closed: boolean;
 }
 
-declare const Bun: {
-  listen(o: {
-    hostname: string;
-    port: number;
-    allowHalfOpen?: boolean;
-    socket: RelayHandlers;
-  }): { port: number; stop(closeActive?: boolean): void };
-  connect(o: { unix: string; allowHalfOpen?: boolean; data?: RelayLink; socket: RelayHandlers }): Promise<RawSocket>;
-};
 interface RelayHandlers {
   open?(s: RawSocket): void;
   data?(s: RawSocket, d: Uint8Array): void;
@@ -369,7 +369,6 @@ interface RelayHandlers {
   end?(s: RawSocket): void;
   close?(s: RawSocket, err?: unknown): void;
   error?(s: RawSocket, err: unknown): void;
-  connectError?(s: RawSocket, err: unknown): void;
 }
 
 /** The proxy variables the runner keeps set (they win over an invocation's env of the same name). */
@@ -383,71 +382,82 @@ function preambleId(id: string | undefined): string {
 
 function startEgressRelay(socketPath: string): { url: string; env: Record<string, string>; closeAll(): void } {
   const links = new Set<RelayLink>();
+  const side = (sock: RawSocket | null): RelaySide => ({ sock, queue: [], done: false, gone: false, ended: false });
+  const other = (link: RelayLink, s: RelaySide) => (s === link.client ? link.upstream : link.client);
 
   const close = (link: RelayLink) => {
     if (link.closed) return;
     link.closed = true;
     links.delete(link);
-    link.client.terminate();
-    link.upstream?.terminate();
+    link.client.sock?.terminate();
+    link.upstream.sock?.terminate();
+  };
+  const settle = (link: RelayLink) => {
+    const { client: c, upstream: u } = link;
+    const over = (s: RelaySide) => s.gone || (s.done && s.ended && s.queue.length === 0);
+    if (over(c) && over(u)) {
+      link.closed = true; // both directions are over: the sockets close themselves
+      links.delete(link);
+    }
   };
 
-  /** Writes what waits for `dst`; once it is all written, resumes `src`, or ends `dst` when `src` is done. */
-  const flush = (link: RelayLink, dst: RawSocket | null, queue: Uint8Array[], src: RawSocket | null, srcDone: boolean) => {
-    if (link.closed || !dst) return;
-    while (queue.length) {
-      const chunk = queue[0]!;
-      const n = dst.write(chunk);
+  /** Writes what waits for `dst`; once all of it is written, ends `dst` if its source is done, else resumes the source. */
+  const flush = (link: RelayLink, dst: RelaySide) => {
+    if (link.closed || dst.gone || !dst.sock) return;
+    while (dst.queue.length) {
+      const chunk = dst.queue[0]!;
+      const n = dst.sock.write(chunk);
       if (n < 0) return close(link);
       if (n < chunk.byteLength) {
-        queue[0] = chunk.subarray(n);
+        dst.queue[0] = chunk.subarray(n);
         return; // the rest on drain
       }
-      queue.shift();
+      dst.queue.shift();
     }
-    if (srcDone) dst.end();
-    else src?.resume();
+    const src = other(link, dst);
+    if (src.done) {
+      if (!dst.ended) {
+        dst.ended = true;
+        dst.sock.end();
+      }
+      settle(link);
+    } else src.sock?.resume();
   };
 
-  const forward = (link: RelayLink, dst: RawSocket | null, queue: Uint8Array[], src: RawSocket, chunk: Uint8Array) => {
+  const onData = (link: RelayLink, src: RelaySide, chunk: Uint8Array) => {
     if (link.closed) return;
-    if (dst && queue.length === 0) {
-      const n = dst.write(chunk);
+    const dst = other(link, src);
+    if (dst.gone) return; // nobody reads it any more
+    if (dst.sock && dst.queue.length === 0) {
+      const n = dst.sock.write(chunk);
       if (n < 0) return close(link);
       if (n === chunk.byteLength) return;
       chunk = chunk.subarray(n);
     }
-    queue.push(Uint8Array.prototype.slice.call(chunk)); // a copy: the chunk's memory may be reused
-    src.pause();
+    dst.queue.push(Uint8Array.prototype.slice.call(chunk)); // a copy: the chunk's memory may be reused
+    src.sock?.pause();
   };
 
-  const clientSide = (s: RawSocket) => s.data;
-  const sourceDone = (link: RelayLink, which: 'client' | 'upstream') => {
-    if (which === 'client') {
-      if (link.clientDone) return;
-      link.clientDone = true;
-      flush(link, link.upstream, link.toUpstream, null, true);
-    } else {
-      if (link.upstreamDone) return;
-      link.upstreamDone = true;
-      flush(link, link.client, link.toClient, null, true);
-    }
-    if (link.clientDone && link.upstreamDone && !link.toClient.length && !link.toUpstream.length) {
-      links.delete(link);
-      link.closed = true; // both directions ended: the sockets close themselves
-    }
+  /** `src` sends no more: end the other side once what waits for it is written. */
+  const onDone = (link: RelayLink, src: RelaySide) => {
+    if (link.closed || src.done) return;
+    src.done = true;
+    flush(link, other(link, src));
+    settle(link);
+  };
+  const onClose = (link: RelayLink, s: RelaySide) => {
+    if (link.closed) return;
+    s.gone = true;
+    s.queue.length = 0;
+    onDone(link, s);
+    settle(link);
   };
 
   const upstreamHandlers: RelayHandlers = {
-    data: (s, d) => forward(s.data, s.data.client, s.data.toClient, s, d),
-    drain: (s) => flush(s.data, s, s.data.toUpstream, s.data.client, s.data.clientDone),
-    end: (s) => sourceDone(s.data, 'upstream'),
-    close: (s) => {
-      const link = s.data;
-      link.upstream = null; // nothing more can be written to it
-      link.toUpstream.length = 0;
-      sourceDone(link, 'upstream');
-    },
+    data: (s, d) => onData(s.data, s.data.upstream, d),
+    drain: (s) => flush(s.data, s.data.upstream),
+    end: (s) => onDone(s.data, s.data.upstream),
+    close: (s) => onClose(s.data, s.data.upstream),
     error: () => {}, // a close follows
   };
 
@@ -457,40 +467,31 @@ function startEgressRelay(socketPath: string): { url: string; env: Record<string
     allowHalfOpen: true,
     socket: {
       open(client) {
-        const link: RelayLink = { client, upstream: null, toUpstream: [], toClient: [], clientDone: false, upstreamDone: false, closed: false };
+        const link: RelayLink = { client: side(client), upstream: side(null), closed: false };
         client.data = link;
         links.add(link);
-        link.toUpstream.push(Buffer.from(`SVC-EGRESS 1 ${preambleId(current?.id)}\r\n`, 'latin1'));
+        link.upstream.queue.push(Buffer.from(`SVC-EGRESS 1 ${preambleId(current?.id)}\r\n`, 'latin1'));
         Bun.connect({ unix: socketPath, allowHalfOpen: true, data: link, socket: upstreamHandlers }).then(
           (upstream) => {
             if (link.closed) return upstream.terminate();
-            link.upstream = upstream;
-            flush(link, upstream, link.toUpstream, client, link.clientDone);
+            link.upstream.sock = upstream;
+            flush(link, link.upstream);
           },
           (err: unknown) => {
             if (link.closed) return;
             note(`egress: cannot reach the egress proxy at ${socketPath}: ${String((err as { code?: string })?.code ?? err)}`);
-            const body = 'the sandbox cannot reach the emulator\'s egress proxy\n';
-            client.write(Buffer.from(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, 'latin1'));
+            const body = "the sandbox cannot reach the emulator's egress proxy\n";
             link.closed = true;
             links.delete(link);
+            client.write(Buffer.from(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, 'latin1'));
             client.end();
           },
         );
       },
-      data: (s, d) => forward(clientSide(s), s.data.upstream, s.data.toUpstream, s, d),
-      drain: (s) => flush(s.data, s, s.data.toClient, s.data.upstream, s.data.upstreamDone),
-      end: (s) => sourceDone(s.data, 'client'),
-      close: (s) => {
-        const link = s.data;
-        if (!link) return;
-        link.toClient.length = 0;
-        if (link.upstreamDone) {
-          links.delete(link);
-          link.closed = true;
-        } else close(link); // the client is gone: nobody reads the answer
-        sourceDone(link, 'client');
-      },
+      data: (s, d) => onData(s.data, s.data.client, d),
+      drain: (s) => flush(s.data, s.data.client),
+      end: (s) => onDone(s.data, s.data.client),
+      close: (s) => onClose(s.data, s.data.client),
       error: () => {},
     },
   });
@@ -689,6 +690,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
   });
   aborted.catch(() => {});
   groupIndent = '';
+  egress?.closeAll(); // connections opened outside this invocation are not to be reused under its name
   current = inv;
 
   const finishError = (err: unknown) => {
@@ -726,6 +728,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
   } finally {
     inv.done = true;
     if (current === inv) current = null;
+    egress?.closeAll();
   }
 }
 

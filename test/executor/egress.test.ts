@@ -1,0 +1,322 @@
+/**
+ * The sandbox half of the egress proxy (issue 7 item 1; DESIGN.md "Parity sandbox", "Egress proxy"): with
+ * `egressSocket`, every runner — spares too — gets SVC_EGRESS_SOCKET (bound into the bubblewrap sandbox at
+ * /run/svc-egress.sock), relays its HTTP(S)_PROXY traffic there with the invocation's id in the preamble,
+ * and under bubblewrap that is the only way out: a raw socket to the host gets nowhere. Real Bun and
+ * CPython, real cgroups and bubblewrap; the core side is a fake (test/runners/fake-egress.ts).
+ * The bubblewrap half skips LOUDLY where bubblewrap does not work here.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createExecutor, type Executor, type ExecutorJob } from '../../executor';
+import { PooledExecutor } from '../../executor/executor';
+import { LocalSandboxHost } from '../../executor/local-host';
+import { detectLimitBackend } from '../../executor/limits/detect';
+import { readRuntimeInfo } from '../../executor/runtime-info';
+import { ROOT } from '../runners/helpers';
+import { startFakeEgress, type FakeEgress } from '../runners/fake-egress';
+import { loudSkip, type Runtime } from './_helpers';
+
+const installed = existsSync(join(ROOT, '.runtimes', 'runtime-lock.json'));
+if (!installed) loudSkip('the egress sandbox tests (test/executor/egress.test.ts)', 'runtimes not installed (run npm run build)');
+
+const CODE: Record<Runtime, string> = {
+  bun: `import net from "node:net";
+const PROXY_RE = /proxy|^SVC_EGRESS/i;
+export default async function handler(input) {
+  switch (input.op) {
+    case "env":
+      return Object.fromEntries(Object.entries(process.env).filter(([k]) => PROXY_RE.test(k)));
+    case "fetch":
+      try {
+        const r = await fetch(input.url, { signal: AbortSignal.timeout(5000) });
+        return { status: r.status, body: await r.text() };
+      } catch (e) { return { error: String(e?.code ?? e) }; }
+    case "connect":
+      return await new Promise((resolve) => {
+        const s = net.connect({ host: input.host, port: input.port });
+        const t = setTimeout(() => { s.destroy(); resolve({ ok: false, error: "no answer in 2 s" }); }, 2000);
+        s.on("connect", () => { clearTimeout(t); s.destroy(); resolve({ ok: true }); });
+        s.on("error", (e) => { clearTimeout(t); resolve({ ok: false, error: String(e?.code ?? e) }); });
+      });
+  }
+  throw new Error("unknown op " + input.op);
+}
+`,
+  python: `import os
+import socket
+import urllib.request
+
+def handler(input):
+    op = input["op"]
+    if op == "env":
+        return {k: v for k, v in os.environ.items() if "proxy" in k.lower() or k.startswith("SVC_EGRESS")}
+    if op == "urllib":
+        try:
+            with urllib.request.urlopen(input["url"], timeout=5) as r:
+                return {"status": r.status, "body": r.read().decode()}
+        except Exception as e:
+            return {"error": "%s: %s" % (type(e).__name__, e)}
+    if op in ("requests", "httpx"):
+        try:
+            lib = __import__(op)
+        except ImportError:
+            return {"skipped": "%s is not installed" % op}
+        r = lib.get(input["url"], timeout=5)
+        return {"status": r.status_code, "body": r.text}
+    if op == "connect":
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(2)
+        try:
+            s.connect((input["host"], input["port"]))
+            return {"ok": True}
+        except OSError as e:
+            return {"ok": False, "error": type(e).__name__ + ": " + str(e)}
+        finally:
+            s.close()
+    raise ValueError("unknown op %r" % op)
+`,
+};
+const FETCH: Record<Runtime, string[]> = { bun: ['fetch'], python: ['urllib', 'requests', 'httpx'] };
+const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'];
+
+let seq = 0;
+function job(runtime: Runtime, input: Record<string, unknown>): ExecutorJob {
+  const id = `inv_egress_${process.pid}_${++seq}`;
+  const entrypoint = runtime === 'bun' ? 'index.ts' : 'main.py';
+  const sha256 = createHash('sha256').update(`${runtime}\0${CODE[runtime]}`).digest('hex');
+  return {
+    invocationId: id,
+    tenantId: 'ten_egress',
+    snippetId: `egress-${runtime}`,
+    version: 1,
+    runtime,
+    bundle: { sha256, entrypoint, load: async () => ({ [entrypoint]: CODE[runtime] }) },
+    limits: { timeout_ms: 15_000, max_memory_mb: 256, max_cpu_percent: 100 },
+    input,
+    env: { SVC_INVOCATION_ID: id },
+  };
+}
+
+async function run(executor: Executor, runtime: Runtime, input: Record<string, unknown>): Promise<{ id: string; output: any }> {
+  const j = job(runtime, input);
+  const r = await executor.run(j, { onCall: async () => null });
+  expect(r.outcome, `${runtime} ${JSON.stringify(input)}: ${JSON.stringify(r.error)}\n${r.logs}`).toBe('success');
+  return { id: j.invocationId, output: r.output };
+}
+
+/** A non-loopback IPv4 address of this host, if it has one. */
+function hostAddress(): string | null {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return null;
+}
+
+let egress: FakeEgress;
+/** A TCP server on the host (all addresses): reaching it directly would be a way around the proxy. */
+let target: Server;
+let targetPort = 0;
+let targetHits = 0;
+const work: string[] = [];
+const scratch = (p: string) => {
+  const d = mkdtempSync(join(tmpdir(), p));
+  work.push(d);
+  return d;
+};
+
+beforeAll(async () => {
+  if (!installed) return;
+  egress = await startFakeEgress();
+  target = createServer((s) => {
+    targetHits++;
+    s.end('HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\ndirect');
+  });
+  await new Promise<void>((r) => target.listen(0, '0.0.0.0', () => r()));
+  targetPort = (target.address() as { port: number }).port;
+});
+afterAll(async () => {
+  await egress?.close();
+  await new Promise((r) => (target ? target.close(r) : r(null)));
+  for (const d of work) rmSync(d, { recursive: true, force: true });
+});
+
+/** The checks both sandbox modes share: the proxy is set, and every client goes through it. */
+function sharedChecks(name: string, get: () => { executor: Executor; socketInside: string } | null) {
+  describe.each(['bun', 'python'] as const)(`${name}: %s`, (runtime) => {
+    it('the runner is told the socket and points the proxy variables at its relay', async () => {
+      if (!get()) return;
+      const { executor, socketInside } = get()!;
+      const { output } = await run(executor, runtime, { op: 'env' });
+      expect(output.SVC_EGRESS_SOCKET).toBe(socketInside);
+      expect(output.HTTP_PROXY).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      for (const k of PROXY_ENV) expect(output[k], k).toBe(output.HTTP_PROXY);
+      expect(output.NO_PROXY).toBe('');
+      expect(output.no_proxy).toBe('');
+    });
+
+    it.each(FETCH[runtime])('%s reaches the proxy; the preamble names the invocation (SVC_INVOCATION_ID)', async (op) => {
+      if (!get()) return;
+      const { executor } = get()!;
+      const { id, output } = await run(executor, runtime, { op, url: 'http://example.test/x' });
+      if (output.skipped) return console.warn(`  (${output.skipped})`);
+      expect(output).toEqual({ status: 200, body: 'ok' });
+      expect(egress.preambles).toContain(`SVC-EGRESS 1 ${id}`);
+      expect(egress.requests.filter((r) => r.id === id).map((r) => r.line)).toEqual(['GET http://example.test/x HTTP/1.1']);
+    });
+
+    it.each(FETCH[runtime])('%s to http://127.0.0.1:<port> goes through the proxy too', async (op) => {
+      if (!get()) return;
+      const { executor } = get()!;
+      const hits = targetHits;
+      const url = `http://127.0.0.1:${targetPort}/loop`;
+      const { id, output } = await run(executor, runtime, { op, url });
+      if (output.skipped) return;
+      expect(output).toEqual({ status: 200, body: 'ok' });
+      expect(egress.requests.filter((r) => r.id === id).map((r) => r.target)).toEqual([url]);
+      expect(targetHits).toBe(hits);
+    });
+  });
+}
+
+describe.skipIf(!installed)('egress under bubblewrap (createExecutor with egressSocket)', () => {
+  let executor: Executor;
+  let noSandbox: string | null = null;
+  beforeAll(async () => {
+    const built = await createExecutor({ projectRoot: ROOT, workDir: scratch('svc-egress-bwrap-'), egressSocket: egress.path });
+    executor = built.executor;
+    if (executor.info.sandbox !== 'bwrap') {
+      noSandbox = `the executor's sandbox is ${JSON.stringify(executor.info.sandbox)} (${executor.info.parity.reasons.join('; ')})`;
+      loudSkip('the bubblewrap half of test/executor/egress.test.ts', noSandbox);
+    }
+  }, 30_000);
+  afterAll(async () => {
+    await executor?.close();
+  });
+
+  it.each(['bun', 'python'] as const)('%s: a spare runner, claimed by a cold start, has the way out too', async (runtime) => {
+    if (noSandbox) return;
+    for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+    const claimed = executor.stats().spares?.claimed ?? 0;
+    const { id, output } = await run(executor, runtime, { op: FETCH[runtime][0], url: 'http://example.test/spare' });
+    expect(executor.stats().spares?.claimed).toBe(claimed + 1);
+    expect(output).toEqual({ status: 200, body: 'ok' });
+    expect(egress.requests.find((r) => r.id === id)?.target).toBe('http://example.test/spare');
+  });
+
+  sharedChecks('bwrap', () => (noSandbox ? null : { executor, socketInside: '/run/svc-egress.sock' }));
+
+  it.each(['bun', 'python'] as const)('%s: a raw socket to the host gets nowhere, while the proxy route works', async (runtime) => {
+    if (noSandbox) return;
+    const hits = targetHits;
+    const loop = await run(executor, runtime, { op: 'connect', host: '127.0.0.1', port: targetPort });
+    expect(loop.output.ok).toBe(false);
+    expect(loop.output.error).toMatch(/ECONNREFUSED|ConnectionRefused|refused/i);
+    const addr = hostAddress();
+    if (addr) {
+      const out = await run(executor, runtime, { op: 'connect', host: addr, port: targetPort });
+      expect(out.output.ok, `connect to ${addr}`).toBe(false);
+      expect(out.output.error).toMatch(/ENETUNREACH|EHOSTUNREACH|ECONNREFUSED|unreachable|refused/i);
+    } else console.warn('  (no non-loopback IPv4 address on this host: only loopback checked)');
+    // the proxy's own unix socket in the sandbox takes no TCP: 127.0.0.1 there is the sandbox itself
+    const via = await run(executor, runtime, { op: FETCH[runtime][0], url: `http://127.0.0.1:${targetPort}/via-proxy` });
+    expect(via.output).toEqual({ status: 200, body: 'ok' });
+    expect(targetHits).toBe(hits);
+  });
+});
+
+describe.skipIf(!installed)('egress when the proxy listens only after the executor started', () => {
+  let executor: Executor;
+  let late: FakeEgress | null = null;
+  let path = '';
+  beforeAll(async () => {
+    path = join(scratch('svc-egress-late-'), 'egress.sock');
+    executor = (await createExecutor({ projectRoot: ROOT, workDir: scratch('svc-egress-late-work-'), egressSocket: path })).executor;
+  }, 30_000);
+  afterAll(async () => {
+    await executor?.close();
+    await late?.close();
+  });
+
+  it('no socket yet → the relay answers 502; once it listens, the next sandbox (not the early spare) gets through', async () => {
+    if (executor.info.sandbox !== 'bwrap') return loudSkip('the late-socket egress test', 'no bubblewrap here');
+    for (const runtime of ['bun', 'python'] as const) {
+      for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+      const early = { ...job(runtime, { op: FETCH[runtime][0], url: 'http://example.test/early' }), snippetId: `late-before-${runtime}` };
+      const r = await executor.run(early, { onCall: async () => null });
+      expect(r.outcome, r.logs).toBe('success');
+      expect(JSON.stringify(r.output), runtime).toMatch(/502/);
+    }
+    // the spares made before the socket existed are refilled ahead too: let them be ready before it listens
+    for (const runtime of ['bun', 'python'] as const) {
+      for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+    }
+    late = await startFakeEgress({ path });
+    for (const runtime of ['bun', 'python'] as const) {
+      const { id, output } = await run(executor, runtime, { op: FETCH[runtime][0], url: 'http://example.test/late' });
+      expect(output, runtime).toEqual({ status: 200, body: 'ok' });
+      expect(late.requests.find((r) => r.id === id)?.target).toBe('http://example.test/late');
+    }
+  });
+});
+
+describe.skipIf(!installed)('egress without bubblewrap (sandbox none)', () => {
+  let executor: Executor;
+  beforeAll(async () => {
+    const backend = (await detectLimitBackend()).backend;
+    const runtime = await readRuntimeInfo(ROOT);
+    const host = new LocalSandboxHost({
+      backend,
+      runtimes: {
+        bun: { bin: runtime.bun.bin, nodeModules: runtime.bun.nodeModules },
+        python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
+        runtimesDir: join(ROOT, 'executor', 'runtimes'),
+      },
+      workDir: scratch('svc-egress-none-'),
+      bwrap: null,
+      bwrapMissingReason: 'off in this test',
+      spares: 0,
+      egressSocket: egress.path,
+    });
+    await host.sweep();
+    executor = new PooledExecutor({ host });
+  }, 30_000);
+  afterAll(async () => {
+    await executor?.close();
+  });
+
+  sharedChecks('none', () => ({ executor, socketInside: egress.path }));
+});
+
+describe.skipIf(!installed)('without egressSocket nothing changes', () => {
+  let executor: Executor;
+  beforeAll(async () => {
+    executor = (await createExecutor({ projectRoot: ROOT, workDir: scratch('svc-egress-off-') })).executor;
+  }, 30_000);
+  afterAll(async () => {
+    await executor?.close();
+  });
+
+  it.each(['bun', 'python'] as const)('%s: no proxy variables, no SVC_EGRESS_SOCKET', async (runtime) => {
+    const before = egress.requests.length;
+    expect((await run(executor, runtime, { op: 'env' })).output).toEqual({});
+    expect(egress.requests.length).toBe(before);
+  });
+
+  it('a relative socket path is refused up front', () => {
+    expect(
+      () =>
+        new LocalSandboxHost({
+          backend: { name: 'none' } as never,
+          runtimes: { bun: { bin: '/x', nodeModules: '/x' }, python: { bin: '/x', venv: '/x', basePrefix: '/x' }, runtimesDir: '/x' },
+          workDir: '/tmp/x',
+          bwrap: null,
+          egressSocket: 'egress.sock',
+        }),
+    ).toThrow(/absolute/);
+  });
+});

@@ -1,0 +1,228 @@
+// The runners' egress relay (issue 7 item 1, DESIGN.md "Egress proxy"), for real: with SVC_EGRESS_SOCKET
+// set, each runner listens on 127.0.0.1, points HTTP_PROXY & co. at itself and relays every connection to
+// the unix socket after the preamble naming the running invocation. Here the socket is a fake core-side
+// proxy (fake-egress.ts) and the runners run without a sandbox; test/executor/egress.test.ts runs them
+// through the executor, under bubblewrap too.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:net';
+import { fakeStore, findBun, findPython, skipNote, startRunner, type Runtime, type StartedRunner } from './helpers';
+import { startFakeEgress, type FakeEgress } from './fake-egress';
+
+const have: Record<Runtime, boolean> = { bun: !!findBun(), python: !!findPython() };
+if (!have.bun) skipNote('bun');
+if (!have.python) skipNote('python');
+
+const BUN_MAIN = `
+const PROXY_RE = /proxy|^SVC_EGRESS/i;
+function pattern(n) { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + 7) & 0xff; return b; }
+function same(a, b) { if (a.length !== b.length) return false; for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false; return true; }
+export default async function handler(input) {
+  switch (input.op) {
+    case "env":
+      return Object.fromEntries(Object.entries(process.env).filter(([k]) => PROXY_RE.test(k)));
+    case "fetch": {
+      try {
+        const r = await fetch(input.url, { signal: AbortSignal.timeout(5000) });
+        return { status: r.status, body: await r.text() };
+      } catch (e) { return { error: String(e?.code ?? e) }; }
+    }
+    case "big": {
+      const r = await fetch("http://example.test/big?n=" + input.n);
+      const got = new Uint8Array(await r.arrayBuffer());
+      return { status: r.status, bytes: got.length, intact: same(got, pattern(input.n)) };
+    }
+    case "echo": {
+      const r = await fetch("http://example.test/echo", { method: "POST", body: pattern(input.n) });
+      const got = new Uint8Array(await r.arrayBuffer());
+      return { status: r.status, bytes: got.length, intact: same(got, pattern(input.n)) };
+    }
+  }
+  throw new Error("unknown op " + input.op);
+}
+`;
+
+const PY_MAIN = `
+import os
+import urllib.request
+
+def _pattern(n):
+    return bytes(((i * 31 + 7) & 0xFF) for i in range(n))
+
+_client = None
+
+def handler(input):
+    op = input["op"]
+    if op == "env":
+        return {k: v for k, v in os.environ.items() if "proxy" in k.lower() or k.startswith("SVC_EGRESS")}
+    if op == "urllib":
+        try:
+            with urllib.request.urlopen(input["url"], timeout=5) as r:
+                return {"status": r.status, "body": r.read().decode()}
+        except Exception as e:
+            return {"error": "%s: %s" % (type(e).__name__, e)}
+    if op == "requests":
+        try:
+            import requests
+        except ImportError:
+            return {"skipped": "requests is not installed"}
+        r = requests.get(input["url"], timeout=5)
+        return {"status": r.status_code, "body": r.text}
+    if op == "httpx":
+        try:
+            import httpx
+        except ImportError:
+            return {"skipped": "httpx is not installed"}
+        r = httpx.get(input["url"], timeout=5)
+        return {"status": r.status_code, "body": r.text}
+    if op == "httpx_client":
+        # one client for the runner's life: its pooled connection must not outlive the invocation
+        global _client
+        try:
+            import httpx
+        except ImportError:
+            return {"skipped": "httpx is not installed"}
+        if _client is None:
+            _client = httpx.Client(timeout=5)
+        r = _client.get(input["url"])
+        return {"status": r.status_code, "body": r.text}
+    if op == "big":
+        with urllib.request.urlopen("http://example.test/big?n=%d" % input["n"], timeout=10) as r:
+            got = r.read()
+        return {"status": 200, "bytes": len(got), "intact": got == _pattern(input["n"])}
+    if op == "echo":
+        data = _pattern(input["n"])
+        req = urllib.request.Request("http://example.test/echo", data=data, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            got = r.read()
+        return {"status": r.status, "bytes": len(got), "intact": got == data}
+    raise ValueError("unknown op %r" % op)
+`;
+
+const FILES: Record<Runtime, Record<string, string>> = { bun: { 'main.ts': BUN_MAIN }, python: { 'main.py': PY_MAIN } };
+
+let seq = 0;
+async function call(r: StartedRunner, input: Record<string, unknown>, env: Record<string, string> = {}): Promise<{ id: string; output: any }> {
+  const id = `inv_egress_${process.pid}_${++seq}`;
+  const outcome = await r.channel.invoke(id, input, { SVC_INVOCATION_ID: id, ...env }, { onCall: fakeStore().onCall });
+  if (outcome.kind !== 'result') throw new Error(`${r.runtime} ${JSON.stringify(input)}: ${outcome.message}\n${outcome.stack ?? ''}\n${r.stderr()}`);
+  return { id, output: outcome.output };
+}
+
+const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'];
+
+for (const runtime of ['bun', 'python'] as const) {
+  describe.skipIf(!have[runtime])(`${runtime} runner: the egress relay`, () => {
+    let egress: FakeEgress;
+    let runner: StartedRunner;
+    let plain: StartedRunner;
+    /** A TCP server on the host's loopback: it must never be reached directly while the proxy is set. */
+    let local: Server;
+    let localHits = 0;
+    let localPort = 0;
+
+    beforeAll(async () => {
+      egress = await startFakeEgress();
+      local = createServer((s) => {
+        localHits++;
+        s.end('HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\ndirect');
+      });
+      await new Promise<void>((r) => local.listen(0, '127.0.0.1', () => r()));
+      localPort = (local.address() as { port: number }).port;
+      [runner, plain] = await Promise.all([
+        startRunner(runtime, FILES[runtime], undefined, { SVC_EGRESS_SOCKET: egress.path }),
+        startRunner(runtime, FILES[runtime]),
+      ]);
+    }, 30_000);
+    afterAll(async () => {
+      await Promise.all([runner?.stop(), plain?.stop()]);
+      await egress?.close();
+      await new Promise((r) => local?.close(r));
+    });
+
+    it('sets the proxy variables to its relay on 127.0.0.1 and empties NO_PROXY; without a socket nothing is set', async () => {
+      const { output } = await call(runner, { op: 'env' });
+      const url = output.HTTP_PROXY as string;
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      for (const name of PROXY_ENV) expect(output[name], name).toBe(url);
+      expect(output.NO_PROXY).toBe('');
+      expect(output.no_proxy).toBe('');
+      expect(output.SVC_EGRESS_SOCKET).toBe(egress.path);
+
+      expect((await call(plain, { op: 'env' })).output).toEqual({});
+    });
+
+    const clients = runtime === 'bun' ? ['fetch'] : ['urllib', 'requests', 'httpx'];
+    it.each(clients)('%s reaches the proxy, and the preamble names the invocation', async (op) => {
+      const { id, output } = await call(runner, { op, url: 'http://example.test/x' });
+      if (output.skipped) return console.warn(`  (${output.skipped})`);
+      expect(output).toEqual({ status: 200, body: 'ok' });
+      const req = egress.requests.find((r) => r.id === id);
+      expect(req, JSON.stringify(egress.requests)).toBeTruthy();
+      expect(req!.line).toBe('GET http://example.test/x HTTP/1.1');
+      expect(egress.preambles).toContain(`SVC-EGRESS 1 ${id}`);
+    });
+
+    it.each(clients)('%s: a loopback target goes through the proxy too (no bypass)', async (op) => {
+      const { id, output } = await call(runner, { op, url: `http://127.0.0.1:${localPort}/loop` });
+      if (output.skipped) return;
+      expect(output).toEqual({ status: 200, body: 'ok' });
+      expect(egress.requests.filter((r) => r.id === id).map((r) => r.target)).toEqual([`http://127.0.0.1:${localPort}/loop`]);
+      expect(localHits).toBe(0);
+    });
+
+    it('an https URL is tunnelled with CONNECT through the proxy (refused by this fake)', async () => {
+      const { id, output } = await call(runner, { op: runtime === 'bun' ? 'fetch' : 'urllib', url: 'https://example.test/secure' });
+      expect(output.error, JSON.stringify(output)).toBeTruthy();
+      expect(egress.requests.filter((r) => r.id === id).map((r) => r.line)).toEqual([expect.stringMatching(/^CONNECT example\.test:443 HTTP\/1\.[01]$/)]);
+    });
+
+    it("an invocation's env cannot move the proxy, and the runner's variables survive the env reset", async () => {
+      const before = (await call(runner, { op: 'env' })).output;
+      const evil = { HTTP_PROXY: 'http://10.0.0.1:1', http_proxy: 'http://10.0.0.1:1', NO_PROXY: '*', no_proxy: '*' };
+      const during = (await call(runner, { op: 'env' }, evil)).output;
+      expect(during).toEqual(before);
+      const { id, output } = await call(runner, { op: runtime === 'bun' ? 'fetch' : 'urllib', url: 'http://example.test/after' }, evil);
+      expect(output).toEqual({ status: 200, body: 'ok' });
+      expect(egress.requests.find((r) => r.id === id)?.target).toBe('http://example.test/after');
+      expect((await call(runner, { op: 'env' })).output).toEqual(before);
+    });
+
+    it('megabytes both ways arrive intact (backpressure in the relay)', async () => {
+      const n = 6 * 1024 * 1024 + 13;
+      expect((await call(runner, { op: 'big', n })).output).toEqual({ status: 200, bytes: n, intact: true });
+      expect((await call(runner, { op: 'echo', n })).output).toEqual({ status: 200, bytes: n, intact: true });
+    }, 20_000);
+
+    it('a keep-alive connection is not reused under the next invocation: each request names its own', async () => {
+      egress.keepAlive = true;
+      try {
+        const op = runtime === 'bun' ? 'fetch' : 'httpx_client';
+        const ids: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const { id, output } = await call(runner, { op, url: `http://example.test/ka${i}` });
+          if (output.skipped) return;
+          expect(output).toEqual({ status: 200, body: 'ok' });
+          ids.push(id);
+        }
+        const seen = egress.requests.filter((r) => r.target.startsWith('http://example.test/ka'));
+        expect(seen.map((r) => [r.id, r.target])).toEqual(ids.map((id, i) => [id, `http://example.test/ka${i}`]));
+      } finally {
+        egress.keepAlive = false;
+      }
+    });
+  });
+}
+
+describe.skipIf(!have.bun && !have.python)('the relay when the egress proxy is not there', () => {
+  it.each((['bun', 'python'] as const).filter((r) => have[r]))('%s: a request gets 502 from the relay, and the runner keeps serving', async (runtime) => {
+    const r = await startRunner(runtime, FILES[runtime], undefined, { SVC_EGRESS_SOCKET: '/nonexistent/egress.sock' });
+    try {
+      const { output } = await call(r, { op: runtime === 'bun' ? 'fetch' : 'urllib', url: 'http://example.test/x' });
+      if (runtime === 'bun') expect(output).toMatchObject({ status: 502 });
+      else expect(output.error).toMatch(/502/);
+      expect((await call(r, { op: 'env' })).output.HTTP_PROXY).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      await r.stop();
+    }
+  });
+});
