@@ -107,7 +107,6 @@ export class EgressProxy {
     const port = Number(url.port || 80);
     let bytesOut = 0;
     let bytesIn = 0;
-    req.on('data', (c: Buffer) => (bytesOut += c.length));
     const plan = this.egress.plan(host, null);
     const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) =>
       this.egress.record({
@@ -162,6 +161,8 @@ export class EgressProxy {
       else res.destroy();
       log({ status: res.headersSent ? null : 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
     });
+    // Counted as it is piped: a listener attached earlier would start the body flowing before the upstream exists.
+    req.on('data', (c: Buffer) => (bytesOut += c.length));
     req.pipe(upstream);
   }
 

@@ -103,6 +103,17 @@ describe('plain HTTP through the proxy', () => {
     });
   });
 
+  it('a request body arriving before the upstream is connected is forwarded whole (even behind a latency fault)', async () => {
+    await withProxy(local, async ({ egress, socket }) => {
+      egress.faults.add({ host: '127.0.0.1', action: { type: 'latency', ms: 100 }, times: 1 });
+      const body = JSON.stringify({ hello: 'x'.repeat(5000) });
+      const r = await raw(socket, `POST http://127.0.0.1:${upstreamPort}/post HTTP/1.1\r\nHost: 127.0.0.1:${upstreamPort}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      expect(r.text).toMatch(/^HTTP\/1.1 200/);
+      expect(JSON.parse(bodyOf(r.text)).body).toBe(body);
+      expect(egress.log.list()[0]).toMatchObject({ method: 'POST', status: 200, bytes_out: body.length });
+    });
+  });
+
   it('a connection without the preamble is closed unanswered', async () => {
     await withProxy(local, async ({ socket }) => {
       const text = await new Promise<string>((resolve) => {
