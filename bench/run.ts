@@ -10,6 +10,7 @@ import { workspaceBench } from './workspace';
 import { asyncBench } from './async';
 import { streamBench } from './stream';
 import { egressBench } from './egress';
+import { agentsBench } from './agents';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
@@ -19,6 +20,7 @@ const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = 
   async: () => asyncBench({ jobs: 1000 }),
   stream: (o) => streamBench({ iterations: Math.min(o.iterations, 500) }),
   egress: (o) => egressBench({ iterations: Math.min(o.iterations, 1000) }),
+  agents: () => agentsBench({ warm: 30 }),
 };
 
 async function main() {
