@@ -6,6 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { EgressIdentity, EgressService } from '../services/egress';
+import type { FaultPlan } from './faults';
+
+type Gate =
+  | { kind: 'drop' }
+  | { kind: 'hold' }
+  | { kind: 'fault'; status: number; body: string }
+  | { kind: 'refused' | 'unreachable'; detail: string }
+  | { kind: 'go'; target: { address: string; family: number } };
 
 /** The first line each relayed connection starts with (see the runners' egress relay). */
 const PREAMBLE = /^SVC-EGRESS 1 (\S+)\r?\n/;
@@ -116,35 +124,34 @@ export class EgressProxy {
       });
     res.shouldKeepAlive = false;
 
-    if (plan.latencyMs) await sleep(plan.latencyMs);
-    if (plan.fail?.type === 'drop') {
-      req.socket.destroy();
-      log({ error: 'connection dropped by a fault rule' });
-      return;
+    const gate = await this.gate(host, port, plan);
+    switch (gate.kind) {
+      case 'drop':
+        req.socket.destroy();
+        log({ error: 'connection dropped by a fault rule' });
+        return;
+      case 'hold':
+        await this.hold(req.socket);
+        log({ error: 'held without an answer by a fault rule' });
+        return;
+      case 'fault':
+        bytesIn = Buffer.byteLength(gate.body);
+        res.writeHead(gate.status, { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }).end(gate.body);
+        log({ status: gate.status });
+        return;
+      case 'refused':
+      case 'unreachable': {
+        const refused = gate.kind === 'refused';
+        const status = refused ? 403 : 502;
+        const code = refused ? 'egress_refused' : 'bad_gateway';
+        res
+          .writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' })
+          .end(JSON.stringify({ type: `about:blank#${code}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code, detail: gate.detail }));
+        log({ status, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
+        return;
+      }
     }
-    if (plan.fail?.type === 'timeout') {
-      await this.hold(req.socket);
-      log({ error: 'held without an answer by a fault rule' });
-      return;
-    }
-    if (plan.fail?.type === 'status') {
-      const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
-      bytesIn = Buffer.byteLength(body);
-      res.writeHead(plan.fail.status, { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }).end(body);
-      log({ status: plan.fail.status });
-      return;
-    }
-    const target = await this.egress.resolve(host, port);
-    if ('refused' in target || 'error' in target) {
-      const refused = 'refused' in target ? target.refused : null;
-      const detail = refused ?? (target as { error: string }).error;
-      const status = refused ? 403 : 502;
-      res
-        .writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' })
-        .end(JSON.stringify({ type: `about:blank#${refused ? 'egress_refused' : 'bad_gateway'}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code: refused ? 'egress_refused' : 'bad_gateway', detail }));
-      log({ status, refused, error: refused ? null : detail });
-      return;
-    }
+    const target = gate.target;
     const headers = { ...req.headers };
     for (const h of ['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']) delete headers[h];
     const upstream = httpRequest(
@@ -191,30 +198,29 @@ export class EgressProxy {
       });
     };
     client.on('error', () => client.destroy());
-    if (plan.latencyMs) await sleep(plan.latencyMs);
-    if (plan.fail?.type === 'drop') {
-      client.destroy();
-      log({ error: 'connection dropped by a fault rule' });
-      return;
+    const gate = await this.gate(host, port, plan);
+    switch (gate.kind) {
+      case 'drop':
+        client.destroy();
+        log({ error: 'connection dropped by a fault rule' });
+        return;
+      case 'hold':
+        await this.hold(client);
+        log({ error: 'held without an answer by a fault rule' });
+        return;
+      case 'fault':
+        client.end(`HTTP/1.1 ${gate.status} Fault\r\nConnection: close\r\nX-Svc-Emu-Fault: status\r\n\r\n`);
+        log({ status: gate.status });
+        return;
+      case 'refused':
+      case 'unreachable': {
+        const refused = gate.kind === 'refused';
+        client.end(`HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${gate.detail}\n`);
+        log({ status: refused ? 403 : 502, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
+        return;
+      }
     }
-    if (plan.fail?.type === 'timeout') {
-      await this.hold(client);
-      log({ error: 'held without an answer by a fault rule' });
-      return;
-    }
-    if (plan.fail?.type === 'status') {
-      client.end(`HTTP/1.1 ${plan.fail.status} Fault\r\nConnection: close\r\nX-Svc-Emu-Fault: status\r\n\r\n`);
-      log({ status: plan.fail.status });
-      return;
-    }
-    const target = await this.egress.resolve(host, port);
-    if ('refused' in target || 'error' in target) {
-      const refused = 'refused' in target ? target.refused : null;
-      const detail = refused ?? (target as { error: string }).error;
-      client.end(`HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${detail}\n`);
-      log({ status: refused ? 403 : 502, refused, error: refused ? null : detail });
-      return;
-    }
+    const target = gate.target;
     const upstream = connect({ host: target.address, port, family: target.family });
     upstream.once('connect', () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -236,6 +242,23 @@ export class EgressProxy {
     };
     upstream.once('close', finish);
     client.once('close', finish);
+  }
+
+  /**
+   * What happens to a call before any byte goes out: the fault plan's delay, then its failure if it has
+   * one, then the egress profile on the addresses the name resolves to.
+   */
+  private async gate(host: string, port: number, plan: FaultPlan): Promise<Gate> {
+    if (plan.latencyMs) await sleep(plan.latencyMs);
+    if (plan.fail?.type === 'drop') return { kind: 'drop' };
+    if (plan.fail?.type === 'timeout') return { kind: 'hold' };
+    if (plan.fail?.type === 'status') {
+      return { kind: 'fault', status: plan.fail.status, body: plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' }) };
+    }
+    const target = await this.egress.resolve(host, port);
+    if ('refused' in target) return { kind: 'refused', detail: target.refused };
+    if ('error' in target) return { kind: 'unreachable', detail: target.error };
+    return { kind: 'go', target };
   }
 
   /** A `timeout` fault: no answer; the connection stays open until the client gives up. */
