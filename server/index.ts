@@ -57,7 +57,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     let url = '';
     // The way out for snippets' own HTTP clients: listening before any sandbox starts (runners relay to it).
     const egressRules = { profile: config.egressProfile, allow: config.egressAllow };
-    const egress = egressService(deps, egressRules);
+    let services: Services | undefined;
+    const egress = egressService(deps, egressRules, (id, text) => services?.invocations.addParityWarning(id, text));
     const proxy = new EgressProxy(egress, egressSocketPath(paths.root));
     await proxy.listen();
     cleanup.push(() => proxy.close());
@@ -72,7 +73,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         });
     cleanup.push(() => deps.repo.close()); // what the runs' last moments recorded
     cleanup.push(() => built.executor.close());
-    const services = createServices(
+    services = createServices(
       deps,
       {
         version: EMULATOR_VERSION,

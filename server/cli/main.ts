@@ -274,7 +274,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
         `  GUI      ${gui}`,
         `  API key  ${emu.localApiKey ?? '(not shown: the data dir has no readable key; create one with `svc-emu key create --tenant local`)'}   (tenant local${emu.firstStart ? ', created now' : ''})`,
         `  Data     ${emu.dataDir}`,
-        `  Egress   ${egressProfile}${egressProfile === 'local' ? ' (callbacks to private or loopback targets allowed, with a parity warning)' : ' (private, loopback and metadata targets refused, as in production)'}`,
+        `  Egress   ${egressProfile}${egressProfile === 'local' ? ' (snippets, integrations and callbacks may reach private and loopback targets)' : ' (private, loopback and metadata targets refused, as in production)'}`,
         `Press Ctrl+C to stop.`,
         '',
       ].join('\n'),

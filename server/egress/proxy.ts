@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { EgressIdentity, EgressService } from '../services/egress';
 import type { FaultPlan } from './faults';
+import { PROBLEM_TYPE_BASE } from '../http/problem';
 
 type Gate =
   | { kind: 'drop' }
@@ -124,7 +125,7 @@ export class EgressProxy {
       });
     res.shouldKeepAlive = false;
 
-    const gate = await this.gate(host, port, plan);
+    const gate = await this.gate(host, port, plan, identity);
     switch (gate.kind) {
       case 'drop':
         req.socket.destroy();
@@ -146,7 +147,7 @@ export class EgressProxy {
         const code = refused ? 'egress_refused' : 'bad_gateway';
         res
           .writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' })
-          .end(JSON.stringify({ type: `about:blank#${code}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code, detail: gate.detail }));
+          .end(JSON.stringify({ type: `${PROBLEM_TYPE_BASE}${code}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code, detail: gate.detail }));
         log({ status, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
       }
@@ -198,7 +199,7 @@ export class EgressProxy {
       });
     };
     client.on('error', () => client.destroy());
-    const gate = await this.gate(host, port, plan);
+    const gate = await this.gate(host, port, plan, identity);
     switch (gate.kind) {
       case 'drop':
         client.destroy();
@@ -248,14 +249,14 @@ export class EgressProxy {
    * What happens to a call before any byte goes out: the fault plan's delay, then its failure if it has
    * one, then the egress profile on the addresses the name resolves to.
    */
-  private async gate(host: string, port: number, plan: FaultPlan): Promise<Gate> {
+  private async gate(host: string, port: number, plan: FaultPlan, identity: EgressIdentity): Promise<Gate> {
     if (plan.latencyMs) await sleep(plan.latencyMs);
     if (plan.fail?.type === 'drop') return { kind: 'drop' };
     if (plan.fail?.type === 'timeout') return { kind: 'hold' };
     if (plan.fail?.type === 'status') {
       return { kind: 'fault', status: plan.fail.status, body: plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' }) };
     }
-    const target = await this.egress.resolve(host, port);
+    const target = await this.egress.resolve(host, port, identity);
     if ('refused' in target) return { kind: 'refused', detail: target.refused };
     if ('error' in target) return { kind: 'unreachable', detail: target.error };
     return { kind: 'go', target };

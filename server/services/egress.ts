@@ -62,6 +62,8 @@ export class EgressService {
     private readonly clock: Clock,
     /** The tenant an invocation belongs to (null when unknown). */
     private readonly tenantOf: (invocationId: string) => string | null,
+    /** Under the local profile, a call production would refuse: said on the invocation (parity_warnings). */
+    private readonly warn: (invocationId: string, text: string) => void = () => {},
   ) {
     this.faults = new FaultRules(clock);
   }
@@ -70,8 +72,11 @@ export class EgressService {
     return { invocation_id: invocationId, tenant: invocationId ? this.tenantOf(invocationId) : null };
   }
 
-  /** The address to connect to, or why not: the profile is applied to every address the name has. */
-  async resolve(host: string, port: number): Promise<Resolved> {
+  /**
+   * The address to connect to, or why not: the profile is applied to every address the name has. Under
+   * the local profile, what production would refuse goes through, and the invocation is told so.
+   */
+  async resolve(host: string, port: number, identity?: EgressIdentity): Promise<Resolved> {
     const bare = host.replace(/^\[|\]$/g, '');
     let addresses: { address: string; family: number }[];
     if (isIP(bare)) addresses = [{ address: bare, family: isIP(bare) }];
@@ -85,6 +90,11 @@ export class EgressService {
     for (const a of addresses) {
       const refused = refuseAddress(a.address, bare, port, this.rules, 'outbound connections');
       if (refused) return { refused };
+    }
+    if (this.rules.profile === 'local' && identity?.invocation_id) {
+      const production = { profile: 'production' as const, allow: this.rules.allow };
+      const wouldRefuse = addresses.map((a) => refuseAddress(a.address, bare, port, production, 'outbound connections')).find((r) => r !== null);
+      if (wouldRefuse) this.warn(identity.invocation_id, `egress: ${wouldRefuse.replace(/^production refuses/, 'production would refuse')}`);
     }
     return addresses[0] ?? { error: 'host not found (no address)' };
   }
@@ -139,7 +149,7 @@ export class EgressService {
       done({ status: plan.fail.status, bytes_in: Buffer.byteLength(body) });
       return { status: plan.fail.status, headers: { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }, body: Buffer.from(body) };
     }
-    const target = await this.resolve(host, port);
+    const target = await this.resolve(host, port, req.identity);
     if ('refused' in target) {
       done({ refused: target.refused });
       throw new EgressError('egress_refused', target.refused);

@@ -70,12 +70,16 @@ export interface ServiceOptions {
 }
 
 /** The egress path, built from the state (who an invocation belongs to) and the profile. */
-export function egressService(deps: CoreDeps, rules: EgressRules): EgressService {
-  return new EgressService(rules, deps.clock, (invocationId) =>
-    deps.repo.read((db) => {
-      const tenantId = db.invocations.find((i) => i.id === invocationId)?.tenant_id;
-      return db.tenants.find((t) => t.id === tenantId)?.name ?? null;
-    }),
+export function egressService(deps: CoreDeps, rules: EgressRules, warn: (invocationId: string, text: string) => void): EgressService {
+  return new EgressService(
+    rules,
+    deps.clock,
+    (invocationId) =>
+      deps.repo.read((db) => {
+        const tenantId = db.invocations.find((i) => i.id === invocationId)?.tenant_id;
+        return db.tenants.find((t) => t.id === tenantId)?.name ?? null;
+      }),
+    warn,
   );
 }
 

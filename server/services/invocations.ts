@@ -151,6 +151,14 @@ export class InvocationService {
     }, (rec) => (rec ? [rec] : []));
   }
 
+  /** Notes where production would behave differently for this invocation (each text once; at most 20). */
+  addParityWarning(id: string, text: string): void {
+    this.deps.repo.mutateLazy((db) => {
+      const rec = db.invocations.find((i) => i.id === id);
+      if (rec && !rec.parity_warnings.includes(text) && rec.parity_warnings.length < 20) rec.parity_warnings.push(text);
+    });
+  }
+
   /** The input an async job runs with. */
   async inputOf(rec: InvocationRecord): Promise<Record<string, unknown>> {
     if (rec.input_blob) return JSON.parse(await this.deps.blobs.getText(rec.input_blob)) as Record<string, unknown>;

@@ -90,6 +90,10 @@ describe.each(NAMES)('%s', (name) => {
     const egress = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, admin())).json.data;
     expect(egress.filter((e: any) => e.source === 'snippet' && e.host === 'localhost' && e.path === llm[0]!.path && e.status === 200)).toHaveLength(2);
     expect(egress.filter((e: any) => e.source === 'integration' && e.integration === 'weather' && e.status === 200)).toHaveLength(1);
+    // Both went to loopback, which the local profile allows and production would not: the record says so.
+    const warnings = (await core.call('GET', `/v1/invocations/${id}`)).json.parity_warnings as string[];
+    expect(warnings.some((w) => /^egress: production would refuse .*localhost/.test(w) || /resolve to (127\.0\.0\.1|::1) .*--egress-allow localhost:/.test(w))).toBe(true);
+    expect(warnings.some((w) => /--egress-allow 127\.0\.0\.1:/.test(w))).toBe(true);
   });
 
   it('answers what the workspace README says it answers with the fake provider', async () => {

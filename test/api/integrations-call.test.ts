@@ -87,6 +87,9 @@ describe('under the local profile', () => {
     const egress = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, { key: core.admin })).json;
     expect(egress.data).toEqual([expect.objectContaining({ source: 'integration', tenant: 'local', invocation_id: id, integration: 'weather', method: 'GET', path: '/api/weather', status: 200 })]);
     expect(JSON.stringify(egress)).not.toContain(SECRET);
+    // The local profile let a loopback API through; the record says production would not.
+    const rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+    expect(rec.parity_warnings).toEqual([expect.stringMatching(/^egress: production would refuse outbound connections that resolve to 127\.0\.0\.1 \(loopback\); allow it with --egress-allow 127\.0\.0\.1:\d+$/)]);
   });
 
   it.each(['bun', 'python'] as const)('%s: an HTTP error (here a fault rule’s 503) reaches the snippet as an exception with status and body', async (runtime) => {

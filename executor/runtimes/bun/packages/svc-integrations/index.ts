@@ -1,6 +1,6 @@
 /**
  * @svc/integrations: calls to the tenant's configured integrations, made by the host with the tenant's
- * credentials (the snippet never sees them).
+ * credentials (the core adds them to the request: the snippet's code does not handle them).
  *
  *   import { integrations } from "@svc/integrations";
  *   const res = await integrations.call("github", { method: "GET", path: "/user" });

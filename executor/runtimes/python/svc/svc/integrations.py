@@ -1,5 +1,5 @@
 """svc.integrations: requests to the tenant's configured integrations, made by the host with the
-tenant's credentials (the snippet never sees them).
+tenant's credentials (the core adds them to the request: the snippet's code does not handle them).
 
     from svc import integrations
     res = integrations.call("github", method="GET", path="/user")
