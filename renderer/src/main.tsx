@@ -1,8 +1,13 @@
-// Placeholder GUI: signs in with the admin token and shows what `/_emu/info` reports.
-// The full GUI (snippets, runs, streams, …) comes later; keep this small.
-import { StrictMode, useEffect, useState } from 'react';
+// The GUI: signs in with the admin token (URL, desktop bridge or session), then the pages of
+// pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
+import { StrictMode, useEffect, useMemo, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo, type TenantCaps } from './session';
+import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
+import { createApi } from './api';
+import { Ctx } from './context';
+import { href, useRoute } from './router';
+import { PAGES } from './pages/registry';
+import { EmptyState } from './ui/kit';
 import './styles.css';
 
 type State =
@@ -10,7 +15,7 @@ type State =
   | { kind: 'no-token' }
   | { kind: 'rejected' }
   | { kind: 'error'; message: string }
-  | { kind: 'ok'; info: EmulatorInfo };
+  | { kind: 'ok'; info: EmulatorInfo; token: string };
 
 const HINT = (
   <p>
@@ -34,13 +39,15 @@ function App() {
       if (result.kind === 'rejected') {
         window.sessionStorage.removeItem(TOKEN_STORAGE_KEY);
         setState({ kind: 'rejected' });
-      } else setState(result);
+      } else if (result.kind === 'ok') setState({ ...result, token });
+      else setState(result);
     })();
     return () => {
       live = false;
     };
   }, []);
 
+  if (state.kind === 'ok') return <Shell info={state.info} token={state.token} />;
   return (
     <main>
       <header>
@@ -65,60 +72,45 @@ function App() {
           <p>{state.message}</p>
         </section>
       )}
-      {state.kind === 'ok' && <InfoView info={state.info} />}
     </main>
   );
 }
 
-function InfoView({ info }: { info: EmulatorInfo }) {
+/** The signed-in app: a sidebar of pages and the page the hash route names. */
+function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
+  const api = useMemo(() => createApi({ token, key: info.localApiKey }), [token, info.localApiKey]);
+  const route = useRoute();
+  const def = PAGES.find((p) => p.page === route.page);
+  const Page = def?.component;
+  const active = route.page === 'snippet' ? 'snippets' : route.page === 'invocation' ? 'invocations' : route.page;
   return (
-    <>
-      <section>
-        <dl>
-          <dt>Version</dt>
-          <dd data-testid="version">{info.version}</dd>
-          <dt>Data dir</dt>
-          <dd>
-            <code data-testid="data-dir">{info.dataDir}</code>
-          </dd>
-          <dt>API key (tenant local)</dt>
-          <dd>{info.localApiKey ? <code data-testid="api-key">{info.localApiKey}</code> : <span className="muted">not available</span>}</dd>
-        </dl>
-      </section>
-      <section>
-        <h2>Tenants and caps</h2>
-        <TenantTable tenants={info.tenants} />
-      </section>
-    </>
-  );
-}
-
-function TenantTable({ tenants }: { tenants: TenantCaps[] }) {
-  if (tenants.length === 0) return <p className="muted">No tenants.</p>;
-  const cell = (value: number | null, unit: string) => (value === null ? '—' : `${value.toLocaleString()}${unit}`);
-  return (
-    <table data-testid="tenants">
-      <thead>
-        <tr>
-          <th>Tenant</th>
-          <th>Timeout</th>
-          <th>Memory</th>
-          <th>CPU</th>
-          <th>Concurrency</th>
-        </tr>
-      </thead>
-      <tbody>
-        {tenants.map((t) => (
-          <tr key={t.name}>
-            <td>{t.name}</td>
-            <td>{cell(t.caps.timeout_ms, ' ms')}</td>
-            <td>{cell(t.caps.max_memory_mb, ' MB')}</td>
-            <td>{cell(t.caps.max_cpu_percent, ' %')}</td>
-            <td>{cell(t.caps.max_concurrency, '')}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Ctx.Provider value={{ api, info }}>
+      <div className="shell">
+        <nav className="sidebar" aria-label="Pages">
+          <a className="brand" href={href()}>
+            Snippet Emulator
+          </a>
+          <ul>
+            {PAGES.filter((p) => p.nav).map((p) => (
+              <li key={p.page}>
+                <a href={href(...(p.page ? [p.page] : []))} aria-current={active === p.page ? 'page' : undefined}>
+                  {p.nav}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <main className="content">
+          {Page ? (
+            <Page key={route.page + route.params.join('/')} params={route.params} />
+          ) : (
+            <EmptyState title="No such page">
+              <a href={href()}>Back to the overview</a>
+            </EmptyState>
+          )}
+        </main>
+      </div>
+    </Ctx.Provider>
   );
 }
 

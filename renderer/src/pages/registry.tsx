@@ -1,0 +1,37 @@
+// Every page of the GUI: its route segment, its navigation label, and its component. A page lives in
+// its own file; adding one is a line here.
+import type { ComponentType } from 'react';
+import { Overview } from './overview';
+import { Snippets } from './snippets';
+import { SnippetPage } from './snippet';
+import { Invocations } from './invocations';
+import { InvocationPage } from './invocation';
+import { StreamInspector } from './stream';
+import { Secrets } from './secrets';
+import { Store } from './store';
+import { Inbox } from './inbox';
+import { Egress } from './egress';
+import { Tenants } from './tenants';
+import { Parity } from './parity';
+
+export interface PageDef {
+  page: string;
+  /** In the sidebar (absent: reached from another page only). */
+  nav?: string;
+  component: ComponentType<{ params: string[] }>;
+}
+
+export const PAGES: PageDef[] = [
+  { page: '', nav: 'Overview', component: Overview },
+  { page: 'snippets', nav: 'Snippets', component: Snippets },
+  { page: 'snippet', component: SnippetPage },
+  { page: 'invocations', nav: 'Invocations', component: Invocations },
+  { page: 'invocation', component: InvocationPage },
+  { page: 'stream', nav: 'Live streams', component: StreamInspector },
+  { page: 'secrets', nav: 'Secrets', component: Secrets },
+  { page: 'store', nav: 'Store', component: Store },
+  { page: 'inbox', nav: 'Callback inbox', component: Inbox },
+  { page: 'egress', nav: 'Egress', component: Egress },
+  { page: 'tenants', nav: 'Tenants and caps', component: Tenants },
+  { page: 'parity', nav: 'Parity status', component: Parity },
+];

@@ -1,0 +1,84 @@
+// Small shared pieces of the GUI: loading data, showing problems, outcomes and JSON, empty states.
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { ApiProblem } from '../api';
+
+export type Loaded<T> = { state: 'loading' } | { state: 'error'; error: unknown } | { state: 'ok'; data: T };
+
+/** Loads `fn` on mount and whenever `deps` change; `reload()` loads again. */
+export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): [Loaded<T>, () => void] {
+  const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    let live = true;
+    fn().then(
+      (data) => live && setLoaded({ state: 'ok', data }),
+      (error: unknown) => live && setLoaded({ state: 'error', error }),
+    );
+    return () => {
+      live = false;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [...deps, tick]);
+  return [loaded, useCallback(() => setTick((t) => t + 1), [])];
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof ApiProblem) return `${error.detail} (${error.status} ${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A problem the core answered, or any failure, said plainly; field errors listed. */
+export function ProblemNotice({ error, title = 'That did not work' }: { error: unknown; title?: string }) {
+  return (
+    <div className="notice" role="alert">
+      <strong>{title}</strong>
+      <p>{describeError(error)}</p>
+      {error instanceof ApiProblem && error.errors.length > 0 && (
+        <ul>
+          {error.errors.map((e) => (
+            <li key={e.location + e.message}>
+              <code>{e.location}</code>: {e.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ReactNode }) {
+  if (loaded.state === 'loading') return <p className="muted">Loading…</p>;
+  if (loaded.state === 'error') return <ProblemNotice error={loaded.error} title="Could not load this" />;
+  return <>{children(loaded.data)}</>;
+}
+
+export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="page-header">
+      <h1>{title}</h1>
+      {children && <div className="page-actions">{children}</div>}
+    </div>
+  );
+}
+
+export function EmptyState({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty" data-testid="empty">
+      <strong>{title}</strong>
+      {children && <div className="muted">{children}</div>}
+    </div>
+  );
+}
+
+/** The outcome colour language: success green, handler_error red, timeout amber, oom_killed purple, cancelled / failed grey. */
+export function OutcomeBadge({ outcome, status }: { outcome: string | null; status?: string }) {
+  const label = outcome ?? status ?? 'unknown';
+  return <span className={`badge outcome-${label}`}>{label.replace('_', ' ')}</span>;
+}
+
+export function Json({ value }: { value: unknown }) {
+  return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+export const ms = (n: number | null | undefined) => (n === null || n === undefined ? '—' : `${Math.round(n).toLocaleString()} ms`);
+export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
