@@ -3,6 +3,7 @@
 // as arguments, so this runs under plain Node in tests.
 import { registerIpcHandlers, type IpcMainLike } from './ipc-handlers';
 import type { ShellConfig } from './config';
+import { menuTemplate, type MenuItem } from './menu';
 
 export interface EmulatorHandle {
   url: string;
@@ -83,7 +84,13 @@ export interface ElectronLike {
   shell: {
     showItemInFolder(fullPath: string): void;
     openExternal(url: string): Promise<void>;
+    openPath(path: string): Promise<string>;
   };
+  Menu: {
+    buildFromTemplate(template: MenuItem[]): unknown;
+    setApplicationMenu(menu: unknown): void;
+  };
+  clipboard: { writeText(text: string): void };
 }
 
 export interface Logger {
@@ -255,6 +262,18 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     },
     reveal: async (path) => shell.showItemInFolder(path),
   });
+  const { Menu, clipboard } = deps.electron;
+  Menu.setApplicationMenu(
+    Menu.buildFromTemplate(
+      menuTemplate({
+        openWorkspace: () => void shell.openPath(deps.config.workspace),
+        revealDataDir: () => void shell.openPath(deps.config.dataDir),
+        copyApiKey: handle.localApiKey ? () => clipboard.writeText(handle.localApiKey!) : null,
+        // The GUI in the user's browser: the same app, signed in with the admin token once.
+        openInBrowser: () => void shell.openExternal(`${handle.url.replace(/\/+$/, '')}/?token=${handle.adminToken}`),
+      }),
+    ),
+  );
   window = openWindow(handle);
   return { emulator: handle, window: () => window };
 }

@@ -37,6 +37,29 @@ beforeEach(() => stub.resetElectronStub());
 afterEach(() => vi.restoreAllMocks());
 
 describe('main/app runApp', () => {
+  it('sets a menu that opens the workspace, reveals the data dir, copies the API key and opens the GUI in a browser', async () => {
+    const core = fakeCore();
+    await runApp(deps(core));
+    const menu = stub.Menu.current as { template: { label?: string; submenu?: { label?: string; role?: string; enabled?: boolean; click?: () => void }[] }[] };
+    const items = menu.template[0]!.submenu!;
+    const item = (label: string) => items.find((i) => i.label === label)!;
+    item('Open Workspace Folder').click!();
+    item('Reveal Data Folder').click!();
+    expect(stub.shell.opened).toEqual(['/tmp/ws', '/tmp/data']);
+    expect(item('Copy API Key').enabled).toBe(true);
+    item('Copy API Key').click!();
+    expect(stub.clipboard.text).toBe('svc_local');
+    item('Open in Browser').click!();
+    expect(stub.shell.external).toEqual(['http://127.0.0.1:41234/?token=admin-secret']);
+    expect(items.some((i) => i.role === 'quit')).toBe(true);
+  });
+
+  it('disables Copy API Key when the key cannot be shown', async () => {
+    await runApp(deps(fakeCore({ localApiKey: null })));
+    const items = (stub.Menu.current as { template: { submenu?: { label?: string; enabled?: boolean }[] }[] }).template[0]!.submenu!;
+    expect(items.find((i) => i.label === 'Copy API Key')!.enabled).toBe(false);
+  });
+
   it('starts the core with the configured dirs on port 0 and opens one secure window on its URL', async () => {
     const core = fakeCore();
     const running = await runApp(deps(core));

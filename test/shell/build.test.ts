@@ -43,6 +43,8 @@ describe.skipIf(!coreReady)('build outputs', () => {
     );
     try {
       const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
+      const menu = await event('menu');
+      expect(menu.items).toEqual(['Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', null, 'quit']);
       const window = await event('window');
       expect(window.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
       expect(window.webPreferences.preload).toBe(join(ROOT, 'out/preload/index.js'));

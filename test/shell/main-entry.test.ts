@@ -35,7 +35,9 @@ vi.mock('electron', () => ({
   },
   ipcMain: { handle: vi.fn(), removeHandler: vi.fn() },
   dialog: { showOpenDialog: vi.fn(), showErrorBox: vi.fn() },
-  shell: { showItemInFolder: vi.fn(), openExternal: vi.fn() },
+  shell: { showItemInFolder: vi.fn(), openExternal: vi.fn(), openPath: vi.fn() },
+  Menu: { buildFromTemplate: vi.fn((t: unknown) => t), setApplicationMenu: vi.fn() },
+  clipboard: { writeText: vi.fn() },
 }));
 
 // main/index.ts hooks SIGINT/SIGTERM on `process`: take those listeners off the test worker afterwards.

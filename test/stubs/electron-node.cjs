@@ -89,5 +89,7 @@ module.exports = {
   ipcRenderer: { invoke: async () => undefined },
   contextBridge: { exposeInMainWorld() {} },
   dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: (title, content) => report('error-box', { title, content }) },
-  shell: { showItemInFolder() {}, openExternal: async () => undefined },
+  shell: { showItemInFolder() {}, openExternal: async () => undefined, openPath: async () => '' },
+  Menu: { buildFromTemplate: (template) => ({ template }), setApplicationMenu: (menu) => report('menu', { items: menu.template[0].submenu.map((i) => i.label || i.role) }) },
+  clipboard: { writeText() {} },
 };

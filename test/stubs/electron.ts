@@ -118,9 +118,34 @@ export const dialog = {
 };
 
 export const shell = {
+  opened: [] as string[],
+  external: [] as string[],
   showItemInFolder(_fullPath: string): void {},
-  openExternal(_url: string): Promise<void> {
+  openExternal(url: string): Promise<void> {
+    this.external.push(url);
     return Promise.resolve();
+  },
+  openPath(path: string): Promise<string> {
+    this.opened.push(path);
+    return Promise.resolve('');
+  },
+};
+
+/** Menu: keeps the template the app set. */
+export const Menu = {
+  current: null as unknown,
+  buildFromTemplate(template: unknown): unknown {
+    return { template };
+  },
+  setApplicationMenu(menu: unknown): void {
+    this.current = menu;
+  },
+};
+
+export const clipboard = {
+  text: '',
+  writeText(text: string): void {
+    this.text = text;
   },
 };
 
@@ -135,6 +160,10 @@ export function resetElectronStub(): void {
   ipcMain.handlers.clear();
   ipcRenderer.calls = [];
   contextBridge.exposed = {};
+  shell.opened = [];
+  shell.external = [];
+  Menu.current = null;
+  clipboard.text = '';
 }
 
-export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell };
+export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell, Menu, clipboard };
