@@ -1,10 +1,162 @@
-import { EmptyState, PageHeader } from '../ui/kit';
+// Snippets: every snippet of the local tenant with its runtime, latest version, where it runs and
+// whether it comes from the watched workspace; workspace folders whose latest save failed validation
+// are shown first, with the file and line of the error.
+import { useEffect } from 'react';
+import { useApp } from '../context';
+import { href } from '../router';
+import { EmptyState, PageHeader, Show, useLoad, when } from '../ui/kit';
+import { folderPath, getWorkspace, listAll, where, type FolderStatus, type Snippet, type WorkspaceView } from './snippet-data';
+import { EnvChips, FolderTag, RuntimeTag } from './snippet-ui';
+import './snippets.css';
+
+interface ListData {
+  snippets: Snippet[];
+  workspace: WorkspaceView;
+}
+
+/** How often the list looks again (workspace saves land while the page is open). */
+const REFRESH_MS = 4000;
 
 export function Snippets(_props: { params: string[] }) {
+  const { api } = useApp();
+  const [loaded, reload] = useLoad(async (): Promise<ListData> => {
+    const [snippets, workspace] = await Promise.all([listAll<Snippet>(api, '/v1/snippets'), getWorkspace(api)]);
+    return { snippets, workspace };
+  }, [api]);
+
+  useEffect(() => {
+    const t = window.setInterval(() => {
+      if (document.visibilityState === 'visible') reload();
+    }, REFRESH_MS);
+    return () => window.clearInterval(t);
+  }, [reload]);
+
+  return (
+    <div className="sn">
+      <PageHeader title="Snippets">
+        <button type="button" className="sn-btn" onClick={reload}>
+          Refresh
+        </button>
+      </PageHeader>
+      <Show loaded={loaded}>{(data) => <SnippetList data={data} />}</Show>
+    </div>
+  );
+}
+
+function SnippetList({ data }: { data: ListData }) {
+  const { snippets, workspace } = data;
+  const folders = new Map(workspace.folders.map((f) => [f.snippet, f]));
+  const failing = workspace.folders.filter((f) => f.state === 'error' && f.error);
+  const known = new Set(snippets.map((s) => s.name));
+
   return (
     <>
-      <PageHeader title="Snippets" />
-      <EmptyState title="Not built yet">This page arrives with the GUI issue.</EmptyState>
+      <WorkspaceLine workspace={workspace} />
+      {failing.length > 0 && (
+        <section className="sn-errors" role="alert" aria-label="Workspace load errors" data-testid="workspace-errors">
+          <h2>
+            {failing.length === 1 ? 'A workspace folder failed to load' : `${failing.length} workspace folders failed to load`}
+          </h2>
+          <p className="muted">The previous version (if any) keeps serving until the folder is saved without errors.</p>
+          <ul>
+            {failing.map((f) => (
+              <li key={f.folder} data-testid="workspace-error" data-folder={f.snippet}>
+                <div className="sn-error-head">
+                  {known.has(f.snippet) ? <a href={href('snippet', f.snippet)}>{f.folder}</a> : <code>{f.folder}</code>}
+                  {f.error && where(f.error) && (
+                    <span className="sn-error-where" data-testid="workspace-error-where">
+                      {where(f.error)}
+                    </span>
+                  )}
+                </div>
+                <pre className="sn-error-message">{f.error?.message}</pre>
+                {f.error?.file && <div className="muted sn-path">{folderPath(workspace, f, f.error.file)}</div>}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      {snippets.length === 0 ? (
+        <EmptyState title="No snippets yet">
+          <p>
+            Save a folder under <code>{workspace.workspace ? `${snippetsDir(workspace)}/` : '<workspace>/snippets/'}&lt;name&gt;/index.ts</code> (Bun) or <code>&lt;name&gt;/main.py</code> (Python) and it appears here, or create one through the API (with the key shown on the <a href={href()}>Overview</a>):
+          </p>
+          <pre className="sn-hint">
+            POST /v1/snippets {'{'}"name": "hello", "runtime": "bun"{'}'}
+            {'\n'}POST /v1/snippets/hello/versions {'{'}"code": "export default async function handler(input) {'{ … }'}"{'}'}
+          </pre>
+        </EmptyState>
+      ) : (
+        <table className="sn-table" data-testid="snippets">
+          <thead>
+            <tr>
+              <th scope="col">Snippet</th>
+              <th scope="col">Runtime</th>
+              <th scope="col">Latest</th>
+              <th scope="col">Deployed</th>
+              <th scope="col">Source</th>
+              <th scope="col">Updated</th>
+            </tr>
+          </thead>
+          <tbody>
+            {snippets.map((s) => (
+              <SnippetRow key={s.id} snippet={s} folder={folders.get(s.name)} />
+            ))}
+          </tbody>
+        </table>
+      )}
     </>
+  );
+}
+
+const snippetsDir = (ws: WorkspaceView) => ws.snippets_dir ?? `${ws.workspace ?? '.'}/snippets`;
+
+function WorkspaceLine({ workspace }: { workspace: WorkspaceView }) {
+  if (!workspace.workspace) {
+    return <p className="muted sn-ws-line">No workspace is watched: snippets come from the API only.</p>;
+  }
+  return (
+    <p className="muted sn-ws-line" data-testid="workspace">
+      {workspace.watching ? 'Watching' : 'Workspace'} <code>{snippetsDir(workspace)}</code>
+      {workspace.polling ? ' (polling)' : ''}: each folder there is a snippet, and every save makes a new version.
+    </p>
+  );
+}
+
+function SnippetRow({ snippet: s, folder }: { snippet: Snippet; folder: FolderStatus | undefined }) {
+  const failed = folder?.state === 'error' && folder.error;
+  return (
+    <tr data-testid="snippet-row" data-name={s.name} className={failed ? 'sn-row-failed' : undefined}>
+      <td className="sn-name-cell">
+        <a className="sn-name" href={href('snippet', s.name)}>
+          {s.name}
+        </a>
+        {s.description ? <div className="sn-desc">{s.description}</div> : null}
+      </td>
+      <td data-label="Runtime">
+        <RuntimeTag runtime={s.runtime} />
+      </td>
+      <td data-label="Latest">{s.latest_version === null ? <span className="muted">no version</span> : <span className="sn-ver">v{s.latest_version}</span>}</td>
+      <td data-label="Deployed" data-testid="deployed">
+        <EnvChips deployments={s.deployments} empty="nowhere" />
+      </td>
+      <td data-label="Source" data-testid="source">
+        {folder ? (
+          <span className="sn-source">
+            <FolderTag>{folder.folder}</FolderTag>
+            {failed && folder.error && (
+              <span className="sn-load-error" data-testid="row-load-error">
+                load error{where(folder.error) ? ` · ${where(folder.error)}` : ''}
+              </span>
+            )}
+          </span>
+        ) : (
+          <span className="muted">API</span>
+        )}
+      </td>
+      <td data-label="Updated" className="muted sn-when">
+        {when(s.updated_at)}
+      </td>
+    </tr>
   );
 }

@@ -1,0 +1,146 @@
+// Code: the files of one version, read-only with line numbers, with a version picker and (for a
+// multi-file bundle) a file picker. Workspace snippets say where the file is, to edit it there.
+import { useEffect, useState } from 'react';
+import { useApp } from '../context';
+import { EmptyState, Show, useLoad, when } from '../ui/kit';
+import { folderPath, getVersion, getVersions, type Version } from './snippet-data';
+import type { SnippetTabProps } from './snippet';
+
+export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
+  const { api } = useApp();
+  const latest = snippet.latest_version;
+  const asked = Number(rest[0]);
+  // A version in the route (`…/code/3`) opens that one; the picker changes it in place.
+  const [version, setVersion] = useState<number | null>(Number.isInteger(asked) && asked >= 1 ? asked : latest);
+  const [versions] = useLoad(() => (latest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)), [api, snippet.name, latest]);
+  const [loaded] = useLoad(() => (version === null ? Promise.resolve(null) : getVersion(api, snippet.name, version)), [api, snippet.name, version]);
+
+  if (latest === null || version === null) {
+    return (
+      <EmptyState title="No version yet">
+        {folder ? (
+          <>
+            Save <code>{folderPath(workspace, folder)}</code> without errors to create the first version.
+          </>
+        ) : (
+          <>
+            Create one with <code>POST /v1/snippets/{snippet.name}/versions</code> <code>{'{"code": "…"}'}</code>.
+          </>
+        )}
+      </EmptyState>
+    );
+  }
+
+  return (
+    <Show loaded={loaded}>
+      {(v) =>
+        v && (
+          <VersionFiles
+            key={v.version}
+            version={v}
+            versions={versions.state === 'ok' ? versions.data : []}
+            editorPath={folder && v.source === 'workspace' ? (file: string) => folderPath(workspace, folder, file) : null}
+            onVersion={setVersion}
+          />
+        )
+      }
+    </Show>
+  );
+}
+
+function VersionFiles({
+  version: v,
+  versions,
+  editorPath,
+  onVersion,
+}: {
+  version: Version;
+  versions: Version[];
+  editorPath: ((file: string) => string) | null;
+  onVersion: (n: number) => void;
+}) {
+  const files = v.files ?? {};
+  const paths = Object.keys(files).sort((a, b) => (a === v.entrypoint ? -1 : b === v.entrypoint ? 1 : a.localeCompare(b)));
+  const [file, setFile] = useState(paths[0] ?? '');
+  useEffect(() => {
+    if (!paths.includes(file)) setFile(paths[0] ?? '');
+  }, [paths, file]);
+  const content = files[file] ?? '';
+  const choices = versions.length > 0 ? versions.map((x) => x.version) : [v.version];
+  const bridge = typeof window !== 'undefined' ? window.svcEmu : undefined;
+
+  return (
+    <div className="sn-code">
+      <div className="sn-toolbar">
+        <label className="sn-field-inline">
+          <span>Version</span>
+          <select value={v.version} onChange={(e) => onVersion(Number(e.target.value))} data-testid="code-version">
+            {choices.map((n) => (
+              <option key={n} value={n}>
+                v{n}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="muted">
+          {v.source === 'workspace' ? 'from the workspace' : 'through the API'} · {when(v.created_at)} · {paths.length} file{paths.length === 1 ? '' : 's'} ·{' '}
+          {v.size_bytes.toLocaleString()} bytes
+        </span>
+      </div>
+      {editorPath && (
+        <p className="sn-editor-hint" data-testid="editor-hint">
+          Read-only here; opens in your editor: <code>{editorPath(file)}</code>
+          {bridge && (
+            <button type="button" className="sn-btn sn-btn-small" onClick={() => void bridge.reveal(editorPath(file))}>
+              Show in folder
+            </button>
+          )}
+        </p>
+      )}
+      <div className={paths.length > 1 ? 'sn-code-body sn-code-multi' : 'sn-code-body'}>
+        {paths.length > 1 && (
+          <ul className="sn-files" aria-label="Files" data-testid="file-picker">
+            {paths.map((p) => (
+              <li key={p}>
+                <button type="button" aria-pressed={p === file} onClick={() => setFile(p)}>
+                  <span className="sn-file-name">{p}</span>
+                  {p === v.entrypoint && <span className="sn-tag">entry</span>}
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+        <CodeView path={file} content={content} entry={file === v.entrypoint} />
+      </div>
+    </div>
+  );
+}
+
+/** One file, read-only, with line numbers that copying leaves out. */
+export function CodeView({ path, content, entry }: { path: string; content: string; entry?: boolean }) {
+  const lines = content.split(/\r?\n/);
+  if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
+  const width = String(lines.length).length;
+  return (
+    <figure className="sn-file">
+      <figcaption>
+        <code data-testid="code-file">{path}</code>
+        {entry && <span className="sn-tag">entrypoint</span>}
+        <span className="muted">
+          {lines.length} line{lines.length === 1 ? '' : 's'}
+        </span>
+      </figcaption>
+      <pre className="sn-pre" data-testid="code-view" tabIndex={0} aria-label={`${path}, read-only`} style={{ ['--ln-width' as string]: `${width + 1}ch` }}>
+        <code>
+          {lines.map((line, i) => (
+            <span className="sn-line" key={i}>
+              <span className="sn-ln" aria-hidden="true" data-n={i + 1} />
+              {line}
+              {'\n'}
+            </span>
+          ))}
+        </code>
+      </pre>
+    </figure>
+  );
+}
