@@ -2,13 +2,13 @@
 // pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
 import { StrictMode, useEffect, useMemo, useState } from 'react';
 import { createRoot } from 'react-dom/client';
+import './styles.css'; // first: the pages' own CSS, imported below, wins ties with the shell's
 import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
 import { createApi } from './api';
 import { Ctx } from './context';
 import { href, useRoute } from './router';
 import { PAGES } from './pages/registry';
 import { EmptyState } from './ui/kit';
-import './styles.css';
 
 type State =
   | { kind: 'loading' }
