@@ -21,6 +21,10 @@ export interface EmulatorStartConfig {
   rendererDir?: string;
   /** The checkout (runners in executor/runtimes, installed runtimes in .runtimes). */
   projectRoot?: string;
+  egressProfile?: 'local' | 'production';
+  egressAllow?: string[];
+  asyncWorkers?: number;
+  callbackRetryScale?: number;
 }
 
 export type StartEmulator = (config: EmulatorStartConfig) => Promise<EmulatorHandle>;
@@ -237,6 +241,11 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     ...(deps.config.host ? { host: deps.config.host } : {}),
     ...(deps.rendererDir ? { rendererDir: deps.rendererDir } : {}),
     ...(deps.projectRoot ? { projectRoot: deps.projectRoot } : {}),
+    // The serve flags, as given: the core validates them and says what is wrong (shown in a dialog).
+    ...(deps.config.egressProfile !== undefined ? { egressProfile: deps.config.egressProfile as 'local' | 'production' } : {}),
+    ...(deps.config.egressAllow ? { egressAllow: deps.config.egressAllow } : {}),
+    ...(deps.config.asyncWorkers !== undefined ? { asyncWorkers: deps.config.asyncWorkers } : {}),
+    ...(deps.config.callbackRetryScale !== undefined ? { callbackRetryScale: deps.config.callbackRetryScale } : {}),
   });
   starting = start;
   let handle: EmulatorHandle;

@@ -6,23 +6,32 @@ export interface ShellConfig {
   workspace: string;
   port: number;
   host?: string;
+  /** As for `svc-emu serve`; passed to the core as given (it refuses bad values with a message). */
+  egressProfile?: string;
+  egressAllow?: string[];
+  asyncWorkers?: number;
+  callbackRetryScale?: number;
 }
 
 /**
- * Reads `--data-dir`, `--workspace`, `--port` and `--host` (as `--flag value` or `--flag=value`) from
+ * Reads `--data-dir`, `--workspace`, `--port`, `--host` and the async/egress flags of `svc-emu serve`
+ * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`), as `--flag value` or `--flag=value`, from
  * `argv`, then `SVC_EMU_DATA_DIR` / `SVC_EMU_WORKSPACE` from `env`. Unknown arguments (Electron's and
  * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port).
  */
 export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): ShellConfig {
   const flags = new Map<string, string>();
+  const allow: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
-    const match = /^--(data-dir|workspace|port|host)(?:=(.*))?$/.exec(arg);
+    const match = /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale)(?:=(.*))?$/.exec(arg);
     if (!match) continue;
     const name = match[1] as string;
     const value = match[2] ?? argv[i + 1];
     if (match[2] === undefined) i++;
-    if (value !== undefined && value !== '') flags.set(name, value);
+    if (value === undefined || value === '') continue;
+    if (name === 'egress-allow') allow.push(value);
+    else flags.set(name, value);
   }
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(cwd, p));
   const port = Number(flags.get('port') ?? 0);
@@ -32,5 +41,9 @@ export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessE
     workspace: abs(flags.get('workspace') ?? env.SVC_EMU_WORKSPACE ?? '.'),
     port: Number.isInteger(port) && port >= 0 && port <= 65535 ? port : 0,
     ...(host ? { host } : {}),
+    ...(flags.has('egress-profile') ? { egressProfile: flags.get('egress-profile') } : {}),
+    ...(allow.length ? { egressAllow: allow } : {}),
+    ...(flags.has('async-workers') ? { asyncWorkers: Number(flags.get('async-workers')) } : {}),
+    ...(flags.has('callback-retry-scale') ? { callbackRetryScale: Number(flags.get('callback-retry-scale')) } : {}),
   };
 }

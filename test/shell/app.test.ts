@@ -37,6 +37,12 @@ beforeEach(() => stub.resetElectronStub());
 afterEach(() => vi.restoreAllMocks());
 
 describe('main/app runApp', () => {
+  it('hands the serve flags to the core as given', async () => {
+    const core = fakeCore();
+    await runApp(deps(core, { config: { dataDir: '/d', workspace: '/w', port: 0, egressProfile: 'production', egressAllow: ['127.0.0.1:1'], asyncWorkers: 2, callbackRetryScale: 0.01 } }));
+    expect(core.start).toHaveBeenCalledWith(expect.objectContaining({ egressProfile: 'production', egressAllow: ['127.0.0.1:1'], asyncWorkers: 2, callbackRetryScale: 0.01 }));
+  });
+
   it('sets a menu that opens the workspace, reveals the data dir, copies the API key and opens the GUI in a browser', async () => {
     const core = fakeCore();
     await runApp(deps(core));

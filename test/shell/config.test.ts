@@ -27,4 +27,17 @@ describe('main/config resolveShellConfig', () => {
       port: 0,
     });
   });
+
+  it('passes the async and egress flags of svc-emu serve (every --egress-allow)', () => {
+    const argv = ['--egress-profile', 'production', '--egress-allow', '127.0.0.1:7171', '--egress-allow=[::1]:8080', '--async-workers=4', '--callback-retry-scale', '0.001'];
+    expect(resolveShellConfig(argv, {}, '/p')).toEqual({
+      dataDir: '/p/.svc-emu',
+      workspace: '/p',
+      port: 0,
+      egressProfile: 'production',
+      egressAllow: ['127.0.0.1:7171', '[::1]:8080'],
+      asyncWorkers: 4,
+      callbackRetryScale: 0.001,
+    });
+  });
 });
