@@ -74,7 +74,7 @@ export async function fetchInfo(token: string, fetchImpl: typeof fetch = fetch):
   }
 }
 
-/** Reads the fields the placeholder GUI shows, tolerating missing ones. */
+/** Reads the fields the overview and the shell use, tolerating missing ones. */
 export function parseInfo(raw: unknown): EmulatorInfo {
   const obj = isRecord(raw) ? raw : {};
   const tenants = Array.isArray(obj.tenants) ? obj.tenants : [];
