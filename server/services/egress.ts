@@ -105,7 +105,7 @@ export class EgressService {
 
   record(entry: Omit<EgressEntry, 'id' | 'at'> & { startedAt: number }): EgressEntry {
     const { startedAt, ...rest } = entry;
-    return this.log.add({ ...rest, at: new Date(Date.now() - (performance.now() - startedAt)).toISOString() });
+    return this.log.add({ ...rest, at: new Date(this.clock().getTime() - (performance.now() - startedAt)).toISOString() });
   }
 
   /**

@@ -5,7 +5,7 @@ import { useEffect, useState, type FormEvent } from 'react';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
-import { ConfirmButton, Field } from './tenants';
+import { ConfirmButton, Field } from '../ui/controls';
 import './operator.css';
 
 interface EgressEntry {

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { useApp } from '../context';
 import { href, navigate } from '../router';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
-import { ConfirmButton, CopyButton, Field } from './tenants';
+import { ConfirmButton, CopyButton, Field } from '../ui/controls';
 import './operator.css';
 
 interface InboxResponse {

@@ -4,7 +4,7 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { useApp } from '../context';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
-import { ConfirmButton, Field } from './tenants';
+import { ConfirmButton, Field } from '../ui/controls';
 import './operator.css';
 
 interface SecretInfo {

@@ -4,7 +4,7 @@ import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'rea
 import { ApiProblem } from '../api';
 import { useApp } from '../context';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
-import { ConfirmButton, Field } from './tenants';
+import { ConfirmButton, Field } from '../ui/controls';
 import './operator.css';
 
 interface StoreKeyInfo {
