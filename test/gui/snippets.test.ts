@@ -244,7 +244,8 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     await rollback.click();
     await vi.waitFor(async () => expect(await p.page.getByTestId('deploy-done').innerText()).toContain('Rolled prod back to v1'), { timeout: 5000 });
     expect(await prod()).toMatchObject({ version: 1, previous_version: 2 });
-    expect(await p.page.locator('[data-testid="deployment"][data-env="prod"]').getByTestId('deployment-version').innerText()).toBe('v1');
+    // the table reloads after the message: wait for it rather than read it once
+    await vi.waitFor(async () => expect(await p.page.locator('[data-testid="deployment"][data-env="prod"]').getByTestId('deployment-version').innerText()).toBe('v1'), { timeout: 5000 });
 
     // The diff of v1 → v2 shows the changed line.
     const diff = p.page.getByTestId('diff');

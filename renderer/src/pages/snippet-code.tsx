@@ -1,5 +1,6 @@
 // Code: the files of one version, read-only with line numbers, with a version picker and (for a
 // multi-file bundle) a file picker. Workspace snippets say where the file is, to edit it there.
+import { ReadOnlyCode } from '../ui/code-editor';
 import { useEffect, useState } from 'react';
 import { useApp } from '../context';
 import { EmptyState, Show, useLoad, when } from '../ui/kit';
@@ -116,11 +117,10 @@ function VersionFiles({
   );
 }
 
-/** One file, read-only, with line numbers that copying leaves out. */
+/** One file, read-only (CodeMirror: line numbers, syntax highlighting). */
 export function CodeView({ path, content, entry }: { path: string; content: string; entry?: boolean }) {
   const lines = content.split(/\r?\n/);
   if (lines.length > 1 && lines[lines.length - 1] === '') lines.pop();
-  const width = String(lines.length).length;
   return (
     <figure className="sn-file">
       <figcaption>
@@ -130,17 +130,7 @@ export function CodeView({ path, content, entry }: { path: string; content: stri
           {lines.length} line{lines.length === 1 ? '' : 's'}
         </span>
       </figcaption>
-      <pre className="sn-pre" data-testid="code-view" tabIndex={0} aria-label={`${path}, read-only`} style={{ ['--ln-width' as string]: `${width + 1}ch` }}>
-        <code>
-          {lines.map((line, i) => (
-            <span className="sn-line" key={i}>
-              <span className="sn-ln" aria-hidden="true" data-n={i + 1} />
-              {line}
-              {'\n'}
-            </span>
-          ))}
-        </code>
-      </pre>
+      <ReadOnlyCode path={path} content={content} label={`${path}, read-only`} testid="code-view" />
     </figure>
   );
 }
