@@ -19,70 +19,14 @@ import { detectLimitBackend } from '../../executor/limits/detect';
 import { readRuntimeInfo } from '../../executor/runtime-info';
 import { ROOT } from '../runners/helpers';
 import { startFakeEgress, type FakeEgress } from '../runners/fake-egress';
+import { EGRESS_PROBE, PROXY_ENV } from '../helpers/egress-probe';
 import { loudSkip, type Runtime } from './_helpers';
 
 const installed = existsSync(join(ROOT, '.runtimes', 'runtime-lock.json'));
 if (!installed) loudSkip('the egress sandbox tests (test/executor/egress.test.ts)', 'runtimes not installed (run npm run build)');
 
-const CODE: Record<Runtime, string> = {
-  bun: `import net from "node:net";
-const PROXY_RE = /proxy|^SVC_EGRESS/i;
-export default async function handler(input) {
-  switch (input.op) {
-    case "env":
-      return Object.fromEntries(Object.entries(process.env).filter(([k]) => PROXY_RE.test(k)));
-    case "fetch":
-      try {
-        const r = await fetch(input.url, { signal: AbortSignal.timeout(5000) });
-        return { status: r.status, body: await r.text() };
-      } catch (e) { return { error: String(e?.code ?? e) }; }
-    case "connect":
-      return await new Promise((resolve) => {
-        const s = net.connect({ host: input.host, port: input.port });
-        const t = setTimeout(() => { s.destroy(); resolve({ ok: false, error: "no answer in 2 s" }); }, 2000);
-        s.on("connect", () => { clearTimeout(t); s.destroy(); resolve({ ok: true }); });
-        s.on("error", (e) => { clearTimeout(t); resolve({ ok: false, error: String(e?.code ?? e) }); });
-      });
-  }
-  throw new Error("unknown op " + input.op);
-}
-`,
-  python: `import os
-import socket
-import urllib.request
-
-def handler(input):
-    op = input["op"]
-    if op == "env":
-        return {k: v for k, v in os.environ.items() if "proxy" in k.lower() or k.startswith("SVC_EGRESS")}
-    if op == "urllib":
-        try:
-            with urllib.request.urlopen(input["url"], timeout=5) as r:
-                return {"status": r.status, "body": r.read().decode()}
-        except Exception as e:
-            return {"error": "%s: %s" % (type(e).__name__, e)}
-    if op in ("requests", "httpx"):
-        try:
-            lib = __import__(op)
-        except ImportError:
-            return {"skipped": "%s is not installed" % op}
-        r = lib.get(input["url"], timeout=5)
-        return {"status": r.status_code, "body": r.text}
-    if op == "connect":
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.settimeout(2)
-        try:
-            s.connect((input["host"], input["port"]))
-            return {"ok": True}
-        except OSError as e:
-            return {"ok": False, "error": type(e).__name__ + ": " + str(e)}
-        finally:
-            s.close()
-    raise ValueError("unknown op %r" % op)
-`,
-};
+const CODE = EGRESS_PROBE;
 const FETCH: Record<Runtime, string[]> = { bun: ['fetch'], python: ['urllib', 'requests', 'httpx'] };
-const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'];
 
 let seq = 0;
 function job(runtime: Runtime, input: Record<string, unknown>): ExecutorJob {

@@ -7,98 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:net';
 import { fakeStore, findBun, findPython, skipNote, startRunner, type Runtime, type StartedRunner } from './helpers';
 import { startFakeEgress, type FakeEgress } from './fake-egress';
+import { EGRESS_PROBE, PROXY_ENV } from '../helpers/egress-probe';
 
 const have: Record<Runtime, boolean> = { bun: !!findBun(), python: !!findPython() };
 if (!have.bun) skipNote('bun');
 if (!have.python) skipNote('python');
 
-const BUN_MAIN = `
-const PROXY_RE = /proxy|^SVC_EGRESS/i;
-function pattern(n) { const b = new Uint8Array(n); for (let i = 0; i < n; i++) b[i] = (i * 31 + 7) & 0xff; return b; }
-function same(a, b) { if (a.length !== b.length) return false; for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false; return true; }
-export default async function handler(input) {
-  switch (input.op) {
-    case "env":
-      return Object.fromEntries(Object.entries(process.env).filter(([k]) => PROXY_RE.test(k)));
-    case "fetch": {
-      try {
-        const r = await fetch(input.url, { signal: AbortSignal.timeout(5000) });
-        return { status: r.status, body: await r.text() };
-      } catch (e) { return { error: String(e?.code ?? e) }; }
-    }
-    case "big": {
-      const r = await fetch("http://example.test/big?n=" + input.n);
-      const got = new Uint8Array(await r.arrayBuffer());
-      return { status: r.status, bytes: got.length, intact: same(got, pattern(input.n)) };
-    }
-    case "echo": {
-      const r = await fetch("http://example.test/echo", { method: "POST", body: pattern(input.n) });
-      const got = new Uint8Array(await r.arrayBuffer());
-      return { status: r.status, bytes: got.length, intact: same(got, pattern(input.n)) };
-    }
-  }
-  throw new Error("unknown op " + input.op);
-}
-`;
-
-const PY_MAIN = `
-import os
-import urllib.request
-
-def _pattern(n):
-    return bytes(((i * 31 + 7) & 0xFF) for i in range(n))
-
-_client = None
-
-def handler(input):
-    op = input["op"]
-    if op == "env":
-        return {k: v for k, v in os.environ.items() if "proxy" in k.lower() or k.startswith("SVC_EGRESS")}
-    if op == "urllib":
-        try:
-            with urllib.request.urlopen(input["url"], timeout=5) as r:
-                return {"status": r.status, "body": r.read().decode()}
-        except Exception as e:
-            return {"error": "%s: %s" % (type(e).__name__, e)}
-    if op == "requests":
-        try:
-            import requests
-        except ImportError:
-            return {"skipped": "requests is not installed"}
-        r = requests.get(input["url"], timeout=5)
-        return {"status": r.status_code, "body": r.text}
-    if op == "httpx":
-        try:
-            import httpx
-        except ImportError:
-            return {"skipped": "httpx is not installed"}
-        r = httpx.get(input["url"], timeout=5)
-        return {"status": r.status_code, "body": r.text}
-    if op == "httpx_client":
-        # one client for the runner's life: its pooled connection must not outlive the invocation
-        global _client
-        try:
-            import httpx
-        except ImportError:
-            return {"skipped": "httpx is not installed"}
-        if _client is None:
-            _client = httpx.Client(timeout=5)
-        r = _client.get(input["url"])
-        return {"status": r.status_code, "body": r.text}
-    if op == "big":
-        with urllib.request.urlopen("http://example.test/big?n=%d" % input["n"], timeout=10) as r:
-            got = r.read()
-        return {"status": 200, "bytes": len(got), "intact": got == _pattern(input["n"])}
-    if op == "echo":
-        data = _pattern(input["n"])
-        req = urllib.request.Request("http://example.test/echo", data=data, method="POST")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            got = r.read()
-        return {"status": r.status, "bytes": len(got), "intact": got == data}
-    raise ValueError("unknown op %r" % op)
-`;
-
-const FILES: Record<Runtime, Record<string, string>> = { bun: { 'main.ts': BUN_MAIN }, python: { 'main.py': PY_MAIN } };
+const FILES: Record<Runtime, Record<string, string>> = { bun: { 'main.ts': EGRESS_PROBE.bun }, python: { 'main.py': EGRESS_PROBE.python } };
 
 let seq = 0;
 async function call(r: StartedRunner, input: Record<string, unknown>, env: Record<string, string> = {}): Promise<{ id: string; output: any }> {
@@ -108,7 +23,6 @@ async function call(r: StartedRunner, input: Record<string, unknown>, env: Recor
   return { id, output: outcome.output };
 }
 
-const PROXY_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'];
 
 for (const runtime of ['bun', 'python'] as const) {
   describe.skipIf(!have[runtime])(`${runtime} runner: the egress relay`, () => {
