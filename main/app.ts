@@ -1,9 +1,10 @@
 // The desktop shell's life cycle: single instance, start the core, one secure window on the core's URL,
-// IPC for the preload bridge, and stopping the core before the app quits. Electron and the core come in
-// as arguments, so this runs under plain Node in tests.
+// IPC for the preload bridge, menu and tray, and stopping the core before the app quits. Electron and the
+// core come in as arguments, so this runs under plain Node in tests.
+import type { SecretKeyProvider } from '../server';
 import { registerIpcHandlers, type IpcMainLike } from './ipc-handlers';
 import type { ShellConfig } from './config';
-import { menuTemplate, type MenuItem } from './menu';
+import { menuTemplate, trayTemplate, type MenuItem } from './menu';
 
 export interface EmulatorHandle {
   url: string;
@@ -25,6 +26,10 @@ export interface EmulatorStartConfig {
   egressAllow?: string[];
   asyncWorkers?: number;
   callbackRetryScale?: number;
+  /** The desktop app's secrets key (sealed by the OS keychain); absent: the core's 0600 key file. */
+  secretKeyProvider?: SecretKeyProvider;
+  /** Run sandboxes behind this agent (the Lima VM on macOS); null: on this host. */
+  executorAgent?: string[] | null;
 }
 
 export type StartEmulator = (config: EmulatorStartConfig) => Promise<EmulatorHandle>;
@@ -77,6 +82,13 @@ export interface WindowLike {
   };
 }
 
+export interface TrayLike {
+  setToolTip(text: string): void;
+  setContextMenu(menu: unknown): void;
+  on(event: 'click', listener: () => void): unknown;
+  destroy(): void;
+}
+
 export interface ElectronLike {
   app: AppLike;
   BrowserWindow: new (options: WindowOptions) => WindowLike;
@@ -95,6 +107,7 @@ export interface ElectronLike {
     setApplicationMenu(menu: unknown): void;
   };
   clipboard: { writeText(text: string): void };
+  Tray: new (iconPath: string) => TrayLike;
 }
 
 export interface Logger {
@@ -118,6 +131,12 @@ export interface ShellDeps {
   log?: Logger;
   /** How long quitting waits for the core to stop (ms). */
   stopTimeoutMs?: number;
+  /** The tray icon's image (resources/tray.png; trayTemplate.png on macOS). Absent: no tray icon. */
+  trayIcon?: string;
+  /** The desktop app's secrets key (main/secret-key.ts), handed to the core. */
+  secretKeyProvider?: SecretKeyProvider;
+  /** The agent argv for `--executor local|lima` (or the platform's default when absent). */
+  executorAgent?: (choice: 'local' | 'lima' | undefined) => string[] | null;
 }
 
 export interface RunningShell {
@@ -154,11 +173,14 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   let starting: Promise<EmulatorHandle | null> | null = null;
   let window: WindowLike | null = null;
   let disposeIpc: (() => void) | null = null;
+  let tray: TrayLike | null = null;
   let quitState: 'running' | 'stopping' | 'stopped' = 'running';
 
   const stopCore = async () => {
     disposeIpc?.();
     disposeIpc = null;
+    tray?.destroy();
+    tray = null;
     const handle = emulator ?? (await starting?.catch(() => null)) ?? null;
     emulator = null;
     if (!handle) return;
@@ -234,6 +256,15 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   await app.whenReady();
   if (quitState !== 'running') return null;
 
+  const executor = deps.config.executor;
+  if (executor !== undefined && executor !== 'local' && executor !== 'lima') {
+    dialog.showErrorBox('Snippet Emulator could not start', `--executor: local or lima, not '${executor}'.`);
+    quitState = 'stopped';
+    app.exit(2);
+    return null;
+  }
+  const executorAgent = deps.executorAgent?.(executor);
+
   const start = deps.startEmulator({
     dataDir: deps.config.dataDir,
     workspace: deps.config.workspace,
@@ -246,6 +277,8 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     ...(deps.config.egressAllow ? { egressAllow: deps.config.egressAllow } : {}),
     ...(deps.config.asyncWorkers !== undefined ? { asyncWorkers: deps.config.asyncWorkers } : {}),
     ...(deps.config.callbackRetryScale !== undefined ? { callbackRetryScale: deps.config.callbackRetryScale } : {}),
+    ...(deps.secretKeyProvider ? { secretKeyProvider: deps.secretKeyProvider } : {}),
+    ...(executorAgent ? { executorAgent } : {}),
   });
   starting = start;
   let handle: EmulatorHandle;
@@ -272,19 +305,40 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     reveal: async (path) => shell.showItemInFolder(path),
   });
   const { Menu, clipboard } = deps.electron;
-  Menu.setApplicationMenu(
-    Menu.buildFromTemplate(
-      menuTemplate({
-        openWorkspace: () => void shell.openPath(deps.config.workspace),
-        revealDataDir: () => void shell.openPath(deps.config.dataDir),
-        copyApiKey: handle.localApiKey ? () => clipboard.writeText(handle.localApiKey!) : null,
-        // The GUI in the user's browser: the same app, signed in with the admin token once.
-        openInBrowser: () => void shell.openExternal(`${handle.url.replace(/\/+$/, '')}/?token=${handle.adminToken}`),
-      }),
-    ),
-  );
+  const actions = {
+    openWorkspace: () => void shell.openPath(deps.config.workspace),
+    revealDataDir: () => void shell.openPath(deps.config.dataDir),
+    copyApiKey: handle.localApiKey ? () => clipboard.writeText(handle.localApiKey!) : null,
+    // The GUI in the user's browser: the same app, signed in with the admin token once.
+    openInBrowser: () => void shell.openExternal(`${handle.url.replace(/\/+$/, '')}/?token=${handle.adminToken}`),
+  };
+  const showWindow = () => {
+    if (quitState !== 'running') return;
+    if (!window || window.isDestroyed()) window = openWindow(handle);
+    else {
+      if (window.isMinimized()) window.restore();
+      window.show();
+      window.focus();
+    }
+  };
+  Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate(actions)));
+  if (deps.trayIcon) tray = createTray(deps.electron, deps.trayIcon, `Snippet Emulator: ${handle.url}`, Menu.buildFromTemplate(trayTemplate({ ...actions, showWindow })), showWindow, log);
   window = openWindow(handle);
   return { emulator: handle, window: () => window };
+}
+
+/** A tray icon is a convenience: a desktop without a tray area (some Linux ones) still gets the app. */
+function createTray(electron: ElectronLike, icon: string, tooltip: string, menu: unknown, onClick: () => void, log: Logger): TrayLike | null {
+  try {
+    const tray = new electron.Tray(icon);
+    tray.setToolTip(tooltip);
+    tray.setContextMenu(menu);
+    tray.on('click', onClick);
+    return tray;
+  } catch (error) {
+    log.error('No tray icon (the app menu has the same items):', error);
+    return null;
+  }
 }
 
 function sameOrigin(url: string, origin: string): boolean {

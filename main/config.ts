@@ -11,11 +11,13 @@ export interface ShellConfig {
   egressAllow?: string[];
   asyncWorkers?: number;
   callbackRetryScale?: number;
+  /** `local` or `lima` (checked by the app; absent: Lima on macOS when limactl is installed). */
+  executor?: string;
 }
 
 /**
  * Reads `--data-dir`, `--workspace`, `--port`, `--host` and the async/egress flags of `svc-emu serve`
- * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`), as `--flag value` or `--flag=value`, from
+ * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`, `--executor`), as `--flag value` or `--flag=value`, from
  * `argv`, then `SVC_EMU_DATA_DIR` / `SVC_EMU_WORKSPACE` from `env`. Unknown arguments (Electron's and
  * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port).
  */
@@ -24,7 +26,7 @@ export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessE
   const allow: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
-    const match = /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale)(?:=(.*))?$/.exec(arg);
+    const match = /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor)(?:=(.*))?$/.exec(arg);
     if (!match) continue;
     const name = match[1] as string;
     const value = match[2] ?? argv[i + 1];
@@ -45,5 +47,6 @@ export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessE
     ...(allow.length ? { egressAllow: allow } : {}),
     ...(flags.has('async-workers') ? { asyncWorkers: Number(flags.get('async-workers')) } : {}),
     ...(flags.has('callback-retry-scale') ? { callbackRetryScale: Number(flags.get('callback-retry-scale')) } : {}),
+    ...(flags.has('executor') ? { executor: flags.get('executor') } : {}),
   };
 }

@@ -21,6 +21,9 @@ import { join } from 'node:path';
 export type { EmulatorConfig } from './config';
 export { DataDirError, DataDirInUseError } from './errors';
 export { EMULATOR_VERSION } from './version';
+export { keyFileProvider, keychainKeyPath, type SecretKeyProvider } from './crypto/secret-box';
+export { dataDirPaths } from './storage/data-dir';
+export { executorAgentFor, type ExecutorChoice } from './executor-choice';
 
 export interface RunningEmulator {
   url: string;

@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, open, chmod } from 'node:fs/promises';
 import { DataDirError } from '../errors';
 
@@ -36,8 +37,22 @@ export function aesGcmSecretBox(key: Buffer): SecretBox {
 /** Where the 32-byte key comes from: a 0600 file headless, Electron `safeStorage` in the desktop app. */
 export type SecretKeyProvider = () => Promise<Buffer>;
 
+/**
+ * Where the desktop app keeps a data dir's key sealed by the OS keychain (Electron `safeStorage`): beside
+ * the key file, which then does not exist. Only that user's desktop app can open it.
+ */
+export const keychainKeyPath = (keyFile: string): string => `${keyFile}.safe`;
+
 export function keyFileProvider(path: string): SecretKeyProvider {
   return async () => {
+    // Making a new key here would orphan every stored secret (they are sealed with the keychain's key).
+    if (existsSync(keychainKeyPath(path))) {
+      throw new DataDirError(
+        keychainKeyPath(path),
+        "holds this data dir's secrets key, sealed by the desktop app's OS keychain: only the desktop app can open it",
+        'Open this data dir with the desktop app (npm start); while it runs, svc-emu commands talk to it. Or use another --data-dir.',
+      );
+    }
     try {
       const fh = await open(path, 'wx', 0o600);
       const key = randomBytes(32);

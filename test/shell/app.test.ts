@@ -189,6 +189,68 @@ describe('main/app runApp', () => {
   });
 });
 
+describe('main/app tray, executor and secrets key', () => {
+  type TrayItem = { label?: string; role?: string; type?: string; accelerator?: string; enabled?: boolean; click?: () => void };
+
+  it('puts a tray icon up with the app menu\'s places, shows the window from it, and removes it on quit', async () => {
+    const core = fakeCore();
+    await runApp(deps(core, { trayIcon: '/app/resources/tray.png' }));
+    expect(stub.Tray.instances).toHaveLength(1);
+    const tray = stub.Tray.instances[0]!;
+    expect(tray.icon).toBe('/app/resources/tray.png');
+    expect(tray.tooltip).toBe('Snippet Emulator: http://127.0.0.1:41234');
+    const items = (tray.menu as { template: TrayItem[] }).template;
+    expect(items.map((i) => i.label ?? i.role ?? i.type)).toEqual([
+      'Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit',
+    ]);
+    expect(items.some((i) => i.accelerator)).toBe(false);
+    items.find((i) => i.label === 'Reveal Data Folder')!.click!();
+    expect(stub.shell.opened).toEqual(['/tmp/data']);
+
+    // The window was closed (macOS keeps running): the tray brings a new one.
+    const first = stub.BrowserWindow.instances[0]!;
+    first.destroyed = true;
+    items.find((i) => i.label === 'Show Snippet Emulator')!.click!();
+    expect(stub.BrowserWindow.instances).toHaveLength(2);
+    // Clicking the icon shows the open window instead of making another.
+    tray.emit('click');
+    expect(stub.BrowserWindow.instances).toHaveLength(2);
+
+    stub.app.quit();
+    await tick();
+    await tick();
+    expect(tray.destroyed).toBe(true);
+    expect(core.handle.stop).toHaveBeenCalledTimes(1);
+  });
+
+  it('starts without a tray where the desktop has no tray area', async () => {
+    stub.Tray.failWith = new Error('no StatusNotifier host');
+    const log = { info: vi.fn(), error: vi.fn() };
+    const running = await runApp(deps(fakeCore(), { trayIcon: '/app/resources/tray.png', log }));
+    expect(running).not.toBeNull();
+    expect(stub.BrowserWindow.instances).toHaveLength(1);
+    expect(log.error).toHaveBeenCalledWith(expect.stringMatching(/No tray icon/), expect.any(Error));
+  });
+
+  it('hands the core the keychain key provider and the agent for --executor', async () => {
+    const core = fakeCore();
+    const provider = async () => Buffer.alloc(32);
+    const executorAgent = vi.fn((choice: 'local' | 'lima' | undefined) => (choice === 'lima' ? ['limactl', 'shell', 'svc-emu'] : null));
+    await runApp(deps(core, { secretKeyProvider: provider, executorAgent, config: { dataDir: '/d', workspace: '/w', port: 0, executor: 'lima' } }));
+    expect(executorAgent).toHaveBeenCalledWith('lima');
+    expect(core.start).toHaveBeenCalledWith(expect.objectContaining({ secretKeyProvider: provider, executorAgent: ['limactl', 'shell', 'svc-emu'] }));
+  });
+
+  it('refuses an unknown --executor with a message, before starting the core', async () => {
+    const errorBox = vi.spyOn(stub.dialog, 'showErrorBox');
+    const core = fakeCore();
+    expect(await runApp(deps(core, { config: { dataDir: '/d', workspace: '/w', port: 0, executor: 'docker' } }))).toBeNull();
+    expect(errorBox).toHaveBeenCalledWith('Snippet Emulator could not start', "--executor: local or lima, not 'docker'.");
+    expect(stub.app.exitCode).toBe(2);
+    expect(core.start).not.toHaveBeenCalled();
+  });
+});
+
 describe('main/app IPC', () => {
   it('hands the admin token only to the core origin', async () => {
     await runApp(deps(fakeCore()));

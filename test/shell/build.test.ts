@@ -45,6 +45,13 @@ describe.skipIf(!coreReady)('build outputs', () => {
       const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
       const menu = await event('menu');
       expect(menu.items).toEqual(['Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', null, 'quit']);
+      const tray = await event('tray');
+      expect(tray.icon).toBe(join(ROOT, 'resources', process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'));
+      expect(existsSync(tray.icon)).toBe(true);
+      expect((await event('tray-menu')).items).toEqual(['Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit']);
+      // The secrets key went to the (stand-in) OS keychain, not to a key file.
+      expect(existsSync(join(tmp, 'data', 'secret.key.safe'))).toBe(true);
+      expect(existsSync(join(tmp, 'data', 'secret.key'))).toBe(false);
       const window = await event('window');
       expect(window.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
       expect(window.webPreferences.preload).toBe(join(ROOT, 'out/preload/index.js'));
@@ -60,6 +67,7 @@ describe.skipIf(!coreReady)('build outputs', () => {
 
       const exit = await proc.stop('SIGTERM');
       expect(proc.stdout).toContain('"event":"quit-deferred"'); // before-quit held while the core stops
+      expect(proc.stdout).toContain('"event":"tray-destroy"');
       expect(exit).toEqual({ code: 0, signal: null });
     } finally {
       await proc.stop('SIGKILL');

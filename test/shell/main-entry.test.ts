@@ -3,8 +3,10 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 
 const handle = { url: 'http://127.0.0.1:45678', adminToken: 'tok', localApiKey: null, stop: vi.fn(async () => undefined) };
 const startEmulator = vi.fn(async (_config: unknown) => handle);
-vi.mock('../../server', () => ({ startEmulator }));
+const executorAgentFor = vi.fn((_opts: unknown) => null);
+vi.mock('../../server', () => ({ startEmulator, executorAgentFor, dataDirPaths: (d: string) => ({ secretKey: `${d}/secret.key` }), keychainKeyPath: (p: string) => `${p}.safe`, keyFileProvider: vi.fn(), DataDirError: Error }));
 
+const trays: string[] = [];
 const windows: Array<{ options: { webPreferences: Record<string, unknown> }; url?: string }> = [];
 const appEvents = new (await import('node:events')).EventEmitter();
 const quit = vi.fn(() => {
@@ -38,6 +40,16 @@ vi.mock('electron', () => ({
   shell: { showItemInFolder: vi.fn(), openExternal: vi.fn(), openPath: vi.fn() },
   Menu: { buildFromTemplate: vi.fn((t: unknown) => t), setApplicationMenu: vi.fn() },
   clipboard: { writeText: vi.fn() },
+  Tray: class {
+    constructor(readonly icon: string) {
+      trays.push(icon);
+    }
+    setToolTip() {}
+    setContextMenu() {}
+    on() {}
+    destroy() {}
+  },
+  safeStorage: { isEncryptionAvailable: () => false, encryptString: vi.fn(), decryptString: vi.fn() },
 }));
 
 // main/index.ts hooks SIGINT/SIGTERM on `process`: take those listeners off the test worker afterwards.
@@ -60,6 +72,11 @@ describe('main/index (the Electron entry)', () => {
     expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
     expect(String(prefs.preload).replace(/\\/g, '/')).toMatch(/\/preload\/index\.js$/);
     expect(windows[0]!.url).toBe('http://127.0.0.1:45678/');
+    // The desktop app brings its keychain-backed secrets key, the executor choice and a tray icon.
+    expect(config).toMatchObject({ secretKeyProvider: expect.any(Function) });
+    expect(executorAgentFor).toHaveBeenCalledWith(expect.objectContaining({ choice: undefined, platform: process.platform }));
+    expect(trays).toHaveLength(1);
+    expect(trays[0]!.replace(/\\/g, '/')).toMatch(/\/resources\/(tray|trayTemplate)\.png$/);
 
     quit();
     await vi.waitFor(() => expect(handle.stop).toHaveBeenCalledTimes(1));

@@ -92,4 +92,26 @@ module.exports = {
   shell: { showItemInFolder() {}, openExternal: async () => undefined, openPath: async () => '' },
   Menu: { buildFromTemplate: (template) => ({ template }), setApplicationMenu: (menu) => report('menu', { items: menu.template[0].submenu.map((i) => i.label || i.role) }) },
   clipboard: { writeText() {} },
+  Tray: class {
+    constructor(icon) {
+      report('tray', { icon });
+    }
+    setToolTip(tooltip) {
+      report('tray-tooltip', { tooltip });
+    }
+    setContextMenu(menu) {
+      report('tray-menu', { items: menu.template.map((i) => i.label || i.role || i.type) });
+    }
+    on() {}
+    destroy() {
+      report('tray-destroy');
+    }
+  },
+  // A stand-in keychain: reversible (the real one is the OS's), never the plaintext on disk.
+  safeStorage: {
+    isEncryptionAvailable: () => true,
+    getSelectedStorageBackend: () => 'gnome_libsecret',
+    encryptString: (text) => Buffer.concat([Buffer.from('keychain:'), Buffer.from(text).map((b) => b ^ 0x5a)]),
+    decryptString: (buf) => Buffer.from(buf.subarray(9).map((b) => b ^ 0x5a)).toString(),
+  },
 };

@@ -149,6 +149,52 @@ export const clipboard = {
   },
 };
 
+/** Tray: records the icons made and what was set on them. */
+export class Tray extends EventEmitter {
+  static instances: Tray[] = [];
+  static failWith: Error | null = null;
+  tooltip = '';
+  menu: unknown = null;
+  destroyed = false;
+  constructor(readonly icon: string) {
+    super();
+    if (Tray.failWith) throw Tray.failWith;
+    Tray.instances.push(this);
+  }
+  setToolTip(text: string): void {
+    this.tooltip = text;
+  }
+  setContextMenu(menu: unknown): void {
+    this.menu = menu;
+  }
+  destroy(): void {
+    this.destroyed = true;
+  }
+}
+
+/**
+ * safeStorage: a stand-in OS keychain. "Sealing" is reversible on purpose (the real one is the OS's); a
+ * sealed value never contains the plaintext, and `failDecrypt` plays another user's keychain.
+ */
+export const safeStorage = {
+  available: true,
+  backend: 'gnome_libsecret',
+  failDecrypt: false,
+  isEncryptionAvailable(): boolean {
+    return this.available;
+  },
+  getSelectedStorageBackend(): string {
+    return this.backend;
+  },
+  encryptString(plainText: string): Buffer {
+    return Buffer.concat([Buffer.from('keychain:'), Buffer.from(plainText, 'utf8').map((b) => b ^ 0x5a)]);
+  },
+  decryptString(encrypted: Buffer): string {
+    if (this.failDecrypt || !encrypted.subarray(0, 9).equals(Buffer.from('keychain:'))) throw new Error('Error while decrypting the ciphertext provided to safeStorage.decryptString.');
+    return Buffer.from(encrypted.subarray(9).map((b) => b ^ 0x5a)).toString('utf8');
+  },
+};
+
 export const app = new FakeApp();
 
 /** Forgets everything recorded (windows, handlers, calls, listeners). */
@@ -164,6 +210,11 @@ export function resetElectronStub(): void {
   shell.external = [];
   Menu.current = null;
   clipboard.text = '';
+  Tray.instances = [];
+  Tray.failWith = null;
+  safeStorage.available = true;
+  safeStorage.backend = 'gnome_libsecret';
+  safeStorage.failDecrypt = false;
 }
 
-export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell, Menu, clipboard };
+export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell, Menu, clipboard, Tray, safeStorage };
