@@ -10,9 +10,11 @@ import * as electron from 'electron';
 import { keychainKeyProvider, keyStorage } from '../../main/secret-key';
 import { keyFileProvider, startEmulator } from '../../server';
 import { DataDirError } from '../../server/errors';
+import { jsonLogger } from '../../server/logger';
 
 const stub = electron as unknown as typeof import('../stubs/electron');
 const log = { info: vi.fn() };
+const quiet = jsonLogger(() => undefined);
 let dir: string;
 
 beforeEach(async () => {
@@ -74,7 +76,7 @@ describe('a data dir whose key the desktop app sealed', () => {
   it('keeps secrets across restarts of the desktop core, and the headless core refuses it with what to do', async () => {
     const ws = await mkdtemp(join(tmpdir(), 'svc-key-ws-'));
     try {
-      const start = () => startEmulator({ dataDir: dir, port: 0, logger: { log: () => undefined }, secretKeyProvider: provider() });
+      const start = () => startEmulator({ dataDir: dir, port: 0, logger: quiet, secretKeyProvider: provider() });
       let emu = await start();
       const { tenant } = await emu.services.tenants.ensureLocal();
       await emu.services.secrets.put(tenant, 'PROVIDER_API_KEY', 'sk-kept-across-restarts');
@@ -87,7 +89,7 @@ describe('a data dir whose key the desktop app sealed', () => {
       expect(existsSync(join(dir, 'secret.key'))).toBe(false);
 
       // `svc-emu serve` (no keychain provider) must not make a new key: that would orphan the secrets.
-      await expect(startEmulator({ dataDir: dir, port: 0, workspace: ws, logger: { log: () => undefined } })).rejects.toThrow(
+      await expect(startEmulator({ dataDir: dir, port: 0, workspace: ws, logger: quiet })).rejects.toThrow(
         /secret\.key\.safe: holds this data dir's secrets key, sealed by the desktop app's OS keychain[\s\S]*Open this data dir with the desktop app/,
       );
       expect(existsSync(join(dir, 'secret.key'))).toBe(false);
