@@ -19,9 +19,15 @@ export interface ShellConfig {
  * Reads `--data-dir`, `--workspace`, `--port`, `--host` and the async/egress flags of `svc-emu serve`
  * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`, `--executor`), as `--flag value` or `--flag=value`, from
  * `argv`, then `SVC_EMU_DATA_DIR` / `SVC_EMU_WORKSPACE` from `env`. Unknown arguments (Electron's and
- * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port).
+ * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port);
+ * an installed app, started from the desktop with `/` as its cwd, passes its own `defaults`.
  */
-export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessEnv, cwd: string): ShellConfig {
+export function resolveShellConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  defaults: { dataDir: string; workspace: string } = { dataDir: '.svc-emu', workspace: '.' },
+): ShellConfig {
   const flags = new Map<string, string>();
   const allow: string[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -39,8 +45,8 @@ export function resolveShellConfig(argv: readonly string[], env: NodeJS.ProcessE
   const port = Number(flags.get('port') ?? 0);
   const host = flags.get('host');
   return {
-    dataDir: abs(flags.get('data-dir') ?? env.SVC_EMU_DATA_DIR ?? '.svc-emu'),
-    workspace: abs(flags.get('workspace') ?? env.SVC_EMU_WORKSPACE ?? '.'),
+    dataDir: abs(flags.get('data-dir') ?? env.SVC_EMU_DATA_DIR ?? defaults.dataDir),
+    workspace: abs(flags.get('workspace') ?? env.SVC_EMU_WORKSPACE ?? defaults.workspace),
     port: Number.isInteger(port) && port >= 0 && port <= 65535 ? port : 0,
     ...(host ? { host } : {}),
     ...(flags.has('egress-profile') ? { egressProfile: flags.get('egress-profile') } : {}),

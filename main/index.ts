@@ -1,26 +1,35 @@
-// Electron main process entry (built to out/main/index.js, package.json "main").
+// Electron main process entry (built to out/main/index.js, package.json "main"): the composition root.
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, shell, Tray } from 'electron';
 import { executorAgentFor, startEmulator } from '../server';
 import { runApp } from './app';
 import { resolveShellConfig } from './config';
+import { appPaths } from './paths';
 import { keychainKeyProvider } from './secret-key';
 
-const config = resolveShellConfig(process.argv.slice(1), process.env, process.cwd());
-const projectRoot = join(__dirname, '../..');
-const resources = join(projectRoot, 'resources');
+const paths = appPaths({ isPackaged: app.isPackaged, mainDir: __dirname, resourcesPath: process.resourcesPath, userData: app.getPath('userData') });
+// An installed app starts with `/` as its cwd: its data lives in the user's app-data folder and it watches
+// a workspace in Documents (created on first start); `--workspace` picks another.
+const defaults = app.isPackaged
+  ? { dataDir: join(app.getPath('userData'), 'data'), workspace: join(app.getPath('documents'), 'Snippet Emulator') }
+  : undefined;
+const config = resolveShellConfig(process.argv.slice(1), process.env, process.cwd(), defaults);
+if (defaults && config.workspace === defaults.workspace) mkdirSync(join(config.workspace, 'snippets'), { recursive: true });
+// The executor reads SVC_EMU_RUNTIMES_DIR; an installed app keeps its runtimes in its app-data folder.
+if (paths.runtimesDir && !process.env.SVC_EMU_RUNTIMES_DIR) process.env.SVC_EMU_RUNTIMES_DIR = paths.runtimesDir;
 
 void runApp({
   electron: { app, BrowserWindow, dialog, ipcMain, shell, Menu, clipboard, Tray },
   startEmulator,
   config,
-  preloadPath: join(__dirname, '../preload/index.js'),
-  rendererDir: join(__dirname, '../renderer'),
-  projectRoot,
+  preloadPath: paths.preload,
+  rendererDir: paths.rendererDir,
+  projectRoot: paths.projectRoot,
   platform: process.platform,
   signals: process,
   // macOS draws menu-bar icons from a black template image; elsewhere the coloured icon.
-  trayIcon: join(resources, process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'),
+  trayIcon: join(paths.resources, process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'),
   secretKeyProvider: keychainKeyProvider({ dataDir: config.dataDir, safeStorage, platform: process.platform, log: console }),
-  executorAgent: (choice) => executorAgentFor({ choice, projectRoot, platform: process.platform, path: process.env.PATH }),
+  executorAgent: (choice) => executorAgentFor({ choice, projectRoot: paths.projectRoot, platform: process.platform, path: process.env.PATH }),
 });

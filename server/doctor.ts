@@ -64,8 +64,12 @@ export async function runDoctor(opts: { electronPathFile?: string; projectRoot?:
   const notes: string[] = [];
   const usableV1 = ['memory', 'cpu', 'pids'].every((c) => cgroup.v1_controllers.includes(c));
   const usableV2 = ['memory', 'cpu', 'pids'].every((c) => cgroup.v2_controllers.includes(c));
-  if (process.platform === 'darwin') notes.push('macOS: limits are enforced inside a Lima VM (executor issue).');
-  else if (process.platform !== 'linux') notes.push(`${process.platform}: no cgroups; only the timeout can be enforced.`);
+  if (process.platform === 'darwin') notes.push('macOS: limits are enforced inside a Lima VM (`svc-emu lima status`; the Parity status page creates and starts it).');
+  else if (process.platform === 'win32') {
+    notes.push(
+      'Windows: no cgroups and no bubblewrap, so only the timeout is enforced here, and this port is not tested. For limits that bite, run the core headless in WSL 2 (`npx svc-emu serve` inside WSL) and open the URL it prints: WSL forwards localhost to Windows.',
+    );
+  } else if (process.platform !== 'linux') notes.push(`${process.platform}: no cgroups; only the timeout can be enforced.`);
   else if (!usableV1 && !usableV2) notes.push('No usable memory/cpu/pids cgroup controllers: only the timeout can be enforced.');
   if (!electronBinary) notes.push('Electron binary not installed yet: `npm start` fetches it where a desktop can show a window; until then the core runs headless.');
   const host = await probeHost({ projectRoot: opts.projectRoot ?? null });

@@ -16,6 +16,8 @@ const quit = vi.fn(() => {
 });
 vi.mock('electron', () => ({
   app: {
+    isPackaged: false,
+    getPath: () => process.cwd(),
     requestSingleInstanceLock: () => true,
     whenReady: () => Promise.resolve(),
     on: (event: string, listener: (...args: unknown[]) => void) => appEvents.on(event, listener),

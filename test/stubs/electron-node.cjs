@@ -15,16 +15,23 @@ Module._resolveFilename = function (request, ...rest) {
 
 const report = (event, data = {}) => process.stdout.write(`[electron-stub] ${JSON.stringify({ event, ...data })}\n`);
 
+// SVC_EMU_STUB_RESOURCES=<dir>: play an installed app (electron-builder's layout), with <dir> as
+// process.resourcesPath and SVC_EMU_STUB_HOME as the user's home.
+const packaged = process.env.SVC_EMU_STUB_RESOURCES;
+if (packaged) process.resourcesPath = packaged;
+const home = process.env.SVC_EMU_STUB_HOME || process.cwd();
+
 class App extends EventEmitter {
-  isPackaged = false;
+  isPackaged = Boolean(packaged);
   requestSingleInstanceLock() {
     return true;
   }
   whenReady() {
     return Promise.resolve();
   }
-  getPath() {
-    return process.cwd();
+  getPath(name) {
+    if (!packaged) return process.cwd();
+    return { userData: `${home}/.config/Snippet Emulator`, documents: `${home}/Documents` }[name] || home;
   }
   quit() {
     report('app.quit');
