@@ -5,6 +5,7 @@ import type { SecretKeyProvider } from '../server';
 import { registerIpcHandlers, type IpcMainLike } from './ipc-handlers';
 import type { ShellConfig } from './config';
 import { menuTemplate, trayTemplate, type MenuItem } from './menu';
+import { editableWorkspaceFile } from './open-in-editor';
 
 export interface EmulatorHandle {
   url: string;
@@ -303,6 +304,13 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
       return result.canceled ? null : (result.filePaths[0] ?? null);
     },
     reveal: async (path) => shell.showItemInFolder(path),
+    openInEditor: async (path) => {
+      try {
+        return await shell.openPath(await editableWorkspaceFile(path, deps.config.workspace));
+      } catch (error) {
+        return error instanceof Error ? error.message : String(error);
+      }
+    },
   });
   const { Menu, clipboard } = deps.electron;
   const actions = {

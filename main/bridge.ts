@@ -8,6 +8,11 @@ export interface SvcEmuBridge {
   openFolder(): Promise<string | null>;
   /** Reveals a file or folder in the system's file manager. */
   reveal(path: string): Promise<void>;
+  /**
+   * Opens a workspace source file with the app the OS uses for it (the user's editor). Only files inside
+   * the watched workspace with a source extension; resolves to '' when opened, else the reason.
+   */
+  openInEditor(path: string): Promise<string>;
 }
 
 declare global {

@@ -19,14 +19,16 @@ export interface IpcHandlers {
   adminToken(): string;
   openFolder(): Promise<string | null>;
   reveal(path: string): Promise<void>;
+  openInEditor(path: string): Promise<string>;
 }
+
+const AbsolutePath = z.string().min(1).max(4096).refine((p) => isAbsolute(p), { message: 'must be an absolute path' });
 
 const argSchemas: { [C in IpcChannel]: z.ZodType<IpcArgs<C>> } = {
   [IPC.adminToken]: z.tuple([]),
   [IPC.openFolder]: z.tuple([]),
-  [IPC.reveal]: z.tuple([
-    z.string().min(1).refine((p) => isAbsolute(p), { message: 'must be an absolute path' }),
-  ]),
+  [IPC.reveal]: z.tuple([AbsolutePath]),
+  [IPC.openInEditor]: z.tuple([AbsolutePath]),
 };
 
 export class IpcRejected extends Error {
@@ -49,6 +51,7 @@ export function registerIpcHandlers(ipcMain: IpcMainLike, trustedOrigin: string,
   on(IPC.adminToken, () => handlers.adminToken());
   on(IPC.openFolder, () => handlers.openFolder());
   on(IPC.reveal, (path) => handlers.reveal(path));
+  on(IPC.openInEditor, (path) => handlers.openInEditor(path));
   return () => {
     for (const channel of Object.values(IPC)) ipcMain.removeHandler(channel);
   };

@@ -5,6 +5,7 @@ export const IPC = {
   adminToken: 'emu:admin-token',
   openFolder: 'emu:open-folder',
   reveal: 'emu:reveal',
+  openInEditor: 'emu:open-in-editor',
 } as const;
 
 export type IpcChannel = (typeof IPC)[keyof typeof IPC];
@@ -14,6 +15,8 @@ export interface IpcContract {
   'emu:admin-token': { args: []; result: string };
   'emu:open-folder': { args: []; result: string | null };
   'emu:reveal': { args: [path: string]; result: void };
+  /** Resolves to '' when opened, else what went wrong (said to the user). */
+  'emu:open-in-editor': { args: [path: string]; result: string };
 }
 
 export type IpcArgs<C extends IpcChannel> = IpcContract[C]['args'];

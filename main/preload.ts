@@ -12,6 +12,7 @@ const bridge: SvcEmuBridge = {
   },
   openFolder: () => ipcRenderer.invoke(IPC.openFolder) as Promise<IpcResult<typeof IPC.openFolder>>,
   reveal: (path: string) => ipcRenderer.invoke(IPC.reveal, path) as Promise<IpcResult<typeof IPC.reveal>>,
+  openInEditor: (path: string) => ipcRenderer.invoke(IPC.openInEditor, path) as Promise<IpcResult<typeof IPC.openInEditor>>,
 };
 
 contextBridge.exposeInMainWorld('svcEmu', bridge);

@@ -143,8 +143,35 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     await p.screenshot('snippet-code');
 
     await p.go('snippet/good/code');
-    expect(await text(p, p.page.getByTestId('editor-hint'), 'the editor hint')).toContain(join(workspace, 'snippets', 'good', 'index.ts'));
+    const goodFile = join(workspace, 'snippets', 'good', 'index.ts');
+    expect(await text(p, p.page.getByTestId('editor-hint'), 'the editor hint')).toContain(goodFile);
+    // In a browser: a VS Code link to the file (and the path to copy).
+    expect(await p.page.getByTestId('open-in-vscode').getAttribute('href')).toBe(`vscode://file${encodeURI(goodFile)}`);
     await p.screenshot('snippet-code-workspace');
+
+    // In the desktop app: the preload bridge opens it with the user's editor; a refusal is shown.
+    await p.page.context().addInitScript(() => {
+      const opened: string[] = [];
+      Object.defineProperty(window, '__opened', { value: opened });
+      Object.defineProperty(window, 'svcEmu', {
+        value: Object.freeze({
+          adminToken: Promise.resolve(''), // no token from the bridge: the session's stored one is used
+          openFolder: () => Promise.resolve(null),
+          reveal: () => Promise.resolve(),
+          openInEditor: (path: string) => {
+            opened.push(path);
+            return Promise.resolve(opened.length === 1 ? '' : 'the file is gone');
+          },
+        }),
+      });
+    });
+    await p.page.reload();
+    await p.page.getByTestId('open-in-editor').click();
+    await vi.waitFor(async () => expect(await p.page.evaluate(() => (window as unknown as { __opened: string[] }).__opened)).toEqual([goodFile]), { timeout: 5000 });
+    expect(await p.page.getByTestId('editor-hint').getByRole('alert').count()).toBe(0);
+    await p.page.getByTestId('open-in-editor').click();
+    expect(await text(p, p.page.getByTestId('editor-hint').getByRole('alert'), 'the refusal')).toBe('Could not open it: the file is gone');
+    await p.screenshot('snippet-code-desktop');
 
     // A folder whose first save failed: the snippet exists without a version; its page shows the error.
     await p.go('snippet/bad');

@@ -275,4 +275,34 @@ describe('main/app IPC', () => {
     await expect(stub.ipcMain.invoke(IPC.reveal, trusted)).rejects.toThrow(/invalid arguments/);
     expect(reveal).toHaveBeenCalledTimes(1);
   });
+
+  it('opens workspace source files in the editor, and nothing else', async () => {
+    const { mkdtemp, mkdir, writeFile, symlink, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const root = await mkdtemp(join(tmpdir(), 'svc-edit-'));
+    try {
+      const ws = join(root, 'ws');
+      await mkdir(join(ws, 'snippets', 'hello'), { recursive: true });
+      await writeFile(join(ws, 'snippets', 'hello', 'index.ts'), 'export default async () => ({})');
+      await writeFile(join(ws, 'snippets', 'hello', 'run.sh'), 'rm -rf ~');
+      await writeFile(join(root, 'outside.ts'), '');
+      await symlink(join(root, 'outside.ts'), join(ws, 'snippets', 'hello', 'escape.ts'));
+      await runApp(deps(fakeCore(), { config: { dataDir: join(root, 'data'), workspace: ws, port: 0 } }));
+      const open = (p: string) => stub.ipcMain.invoke(IPC.openInEditor, trusted, p);
+
+      await expect(open(join(ws, 'snippets', 'hello', 'index.ts'))).resolves.toBe('');
+      expect(stub.shell.opened).toEqual([join(ws, 'snippets', 'hello', 'index.ts')]);
+      await expect(open(join(ws, 'snippets', 'hello', 'run.sh'))).resolves.toMatch(/only source files/);
+      await expect(open(join(root, 'outside.ts'))).resolves.toMatch(/is not inside the workspace/);
+      await expect(open(join(ws, 'snippets', 'hello', 'escape.ts'))).resolves.toMatch(/is not inside the workspace/);
+      await expect(open(join(ws, 'snippets', 'hello', 'gone.ts'))).resolves.toMatch(/does not exist/);
+      await expect(open(join(ws, 'snippets', 'hello.ts'))).resolves.toMatch(/does not exist/);
+      await expect(stub.ipcMain.invoke(IPC.openInEditor, trusted, 'snippets/hello/index.ts')).rejects.toThrow(/invalid arguments/);
+      await expect(stub.ipcMain.invoke(IPC.openInEditor, { senderFrame: { url: 'https://evil.example/' } }, join(ws, 'snippets', 'hello', 'index.ts'))).rejects.toThrow(/untrusted sender/);
+      expect(stub.shell.opened).toHaveLength(1);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
 });

@@ -14,11 +14,11 @@ vi.mock('electron', () => ({
 describe('main/preload', () => {
   beforeEach(() => invoke.mockClear());
 
-  it('exposes window.svcEmu with adminToken, openFolder and reveal over the emu:* channels', async () => {
+  it('exposes window.svcEmu with adminToken, openFolder, reveal and openInEditor over the emu:* channels', async () => {
     await import('../../main/preload');
     expect([...exposed.keys()]).toEqual(['svcEmu']);
     const bridge = exposed.get('svcEmu') as SvcEmuBridge;
-    expect(Object.keys(bridge).sort()).toEqual(['adminToken', 'openFolder', 'reveal']);
+    expect(Object.keys(bridge).sort()).toEqual(['adminToken', 'openFolder', 'openInEditor', 'reveal']);
 
     await expect(bridge.adminToken).resolves.toBe('tok-123');
     expect(invoke).toHaveBeenLastCalledWith('emu:admin-token');
@@ -26,5 +26,7 @@ describe('main/preload', () => {
     expect(invoke).toHaveBeenLastCalledWith('emu:open-folder');
     await bridge.reveal('/tmp/x');
     expect(invoke).toHaveBeenLastCalledWith('emu:reveal', '/tmp/x');
+    await bridge.openInEditor('/tmp/ws/snippets/a/index.ts');
+    expect(invoke).toHaveBeenLastCalledWith('emu:open-in-editor', '/tmp/ws/snippets/a/index.ts');
   });
 });

@@ -4,6 +4,7 @@ import { ReadOnlyCode } from '../ui/code-editor';
 import { useEffect, useState } from 'react';
 import { useApp } from '../context';
 import { EmptyState, Show, useLoad, when } from '../ui/kit';
+import { CopyButton } from '../ui/controls';
 import { folderPath, getVersion, getVersions, type Version } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
 
@@ -68,7 +69,6 @@ function VersionFiles({
   }, [paths, file]);
   const content = files[file] ?? '';
   const choices = versions.length > 0 ? versions.map((x) => x.version) : [v.version];
-  const bridge = typeof window !== 'undefined' ? window.svcEmu : undefined;
 
   return (
     <div className="sn-code">
@@ -88,16 +88,7 @@ function VersionFiles({
           {v.size_bytes.toLocaleString()} bytes
         </span>
       </div>
-      {editorPath && (
-        <p className="sn-editor-hint" data-testid="editor-hint">
-          Read-only here; opens in your editor: <code>{editorPath(file)}</code>
-          {bridge && (
-            <button type="button" className="sn-btn sn-btn-small" onClick={() => void bridge.reveal(editorPath(file))}>
-              Show in folder
-            </button>
-          )}
-        </p>
-      )}
+      {editorPath && <EditorHint path={editorPath(file)} />}
       <div className={paths.length > 1 ? 'sn-code-body sn-code-multi' : 'sn-code-body'}>
         {paths.length > 1 && (
           <ul className="sn-files" aria-label="Files" data-testid="file-picker">
@@ -132,5 +123,44 @@ export function CodeView({ path, content, entry }: { path: string; content: stri
       </figcaption>
       <ReadOnlyCode path={path} content={content} label={`${path}, read-only`} testid="code-view" />
     </figure>
+  );
+}
+
+/**
+ * Workspace files are edited where they live: the desktop app opens them with the user's editor (or
+ * shows them in the file manager); a browser gets a VS Code link and the path to copy.
+ */
+function EditorHint({ path }: { path: string }) {
+  const bridge = typeof window !== 'undefined' ? window.svcEmu : undefined;
+  const [problem, setProblem] = useState<string | null>(null);
+  useEffect(() => setProblem(null), [path]);
+  return (
+    <div className="sn-editor-hint" data-testid="editor-hint">
+      <span>
+        Read-only here; edit the file in your editor: <code>{path}</code>
+      </span>
+      {bridge ? (
+        <>
+          <button type="button" className="sn-btn sn-btn-small" data-testid="open-in-editor" onClick={() => void bridge.openInEditor(path).then((why) => setProblem(why || null))}>
+            Open in editor
+          </button>
+          <button type="button" className="sn-btn sn-btn-small" onClick={() => void bridge.reveal(path)}>
+            Show in folder
+          </button>
+        </>
+      ) : (
+        <>
+          <a className="sn-btn sn-btn-small" href={`vscode://file${encodeURI(path.startsWith('/') ? path : `/${path}`)}`} data-testid="open-in-vscode">
+            Open in VS Code
+          </a>
+          <CopyButton text={path} label="Copy path" />
+        </>
+      )}
+      {problem && (
+        <p className="sn-editor-problem" role="alert">
+          Could not open it: {problem}
+        </p>
+      )}
+    </div>
   );
 }
