@@ -66,7 +66,7 @@ async function injectBridge(context: BrowserContext, token: string): Promise<voi
       adminToken: Promise.resolve(adminToken),
       openFolder: () => Promise.resolve(null),
       reveal: () => Promise.resolve(),
-      openInEditor: () => Promise.resolve(""),
+      openInEditor: () => Promise.resolve(''),
     };
     Object.defineProperty(window, 'svcEmu', { value: Object.freeze(bridge), enumerable: true });
   }, token);

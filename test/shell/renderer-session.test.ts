@@ -15,7 +15,7 @@ function sources(href: string, bridge?: SvcEmuBridge) {
   return { src, store, replaceState };
 }
 
-const bridge = (token: Promise<string>): SvcEmuBridge => ({ adminToken: token, openFolder: async () => null, reveal: async () => undefined, openInEditor: async () => "" });
+const bridge = (token: Promise<string>): SvcEmuBridge => ({ adminToken: token, openFolder: async () => null, reveal: async () => undefined, openInEditor: async () => '' });
 
 describe('renderer acquireToken', () => {
   it('takes ?token=, removes it from the address bar and keeps it in sessionStorage', async () => {
