@@ -6,6 +6,7 @@ import { registerIpcHandlers, type IpcMainLike } from './ipc-handlers';
 import type { ShellConfig } from './config';
 import { menuTemplate, trayTemplate, type MenuItem } from './menu';
 import { editableWorkspaceFile } from './open-in-editor';
+import { checkWorkspaceDir, relaunchArgs } from './workspace-switch';
 
 export interface EmulatorHandle {
   url: string;
@@ -46,6 +47,7 @@ export interface AppLike {
   on(event: 'second-instance' | 'window-all-closed' | 'activate', listener: () => void): unknown;
   quit(): void;
   exit(exitCode?: number): void;
+  relaunch(options: { args: string[] }): void;
 }
 
 export interface WebPreferences {
@@ -136,6 +138,8 @@ export interface ShellDeps {
   trayIcon?: string;
   /** The desktop app's secrets key (main/secret-key.ts), handed to the core. */
   secretKeyProvider?: SecretKeyProvider;
+  /** The app's own arguments (process.argv after the executable), kept when it restarts on another workspace. */
+  argv?: readonly string[];
   /** The agent argv for `--executor local|lima` (or the platform's default when absent). */
   executorAgent?: (choice: 'local' | 'lima' | undefined) => string[] | null;
 }
@@ -297,12 +301,26 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   if (quitState !== 'running') return null; // quitting already: before-quit stops the core
   log.info(`Snippet Emulator core listening on ${handle.url}`);
 
+  const pickFolder = async () => {
+    const result = await dialog.showOpenDialog({ title: 'Open a workspace folder', properties: ['openDirectory', 'createDirectory'] });
+    return result.canceled ? null : (result.filePaths[0] ?? null);
+  };
+  // The core watches one workspace for its life: another one means starting again (quit stops the core).
+  const switchWorkspace = async (dir: string): Promise<string> => {
+    try {
+      await checkWorkspaceDir(dir);
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+    log.info(`Restarting on the workspace ${dir}`);
+    app.relaunch({ args: relaunchArgs(deps.argv ?? [], dir) });
+    app.quit();
+    return '';
+  };
   disposeIpc = registerIpcHandlers(ipcMain, new URL(handle.url).origin, {
     adminToken: () => handle.adminToken,
-    openFolder: async () => {
-      const result = await dialog.showOpenDialog({ title: 'Open a workspace folder', properties: ['openDirectory', 'createDirectory'] });
-      return result.canceled ? null : (result.filePaths[0] ?? null);
-    },
+    openFolder: pickFolder,
+    switchWorkspace,
     reveal: async (path) => shell.showItemInFolder(path),
     openInEditor: async (path) => {
       try {
@@ -315,6 +333,11 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   const { Menu, clipboard } = deps.electron;
   const actions = {
     openWorkspace: () => void shell.openPath(deps.config.workspace),
+    switchWorkspace: () =>
+      void pickFolder().then(async (dir) => {
+        const why = dir ? await switchWorkspace(dir) : '';
+        if (why) dialog.showErrorBox('Cannot switch workspace', why);
+      }),
     revealDataDir: () => void shell.openPath(deps.config.dataDir),
     copyApiKey: handle.localApiKey ? () => clipboard.writeText(handle.localApiKey!) : null,
     // The GUI in the user's browser: the same app, signed in with the admin token once.

@@ -13,6 +13,11 @@ export interface SvcEmuBridge {
    * the watched workspace with a source extension; resolves to '' when opened, else the reason.
    */
   openInEditor(path: string): Promise<string>;
+  /**
+   * Restarts the app on another workspace folder (from `openFolder`), with that folder's own data dir.
+   * Resolves to '' when the app is restarting, else the reason it cannot.
+   */
+  switchWorkspace(path: string): Promise<string>;
 }
 
 declare global {

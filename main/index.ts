@@ -28,6 +28,7 @@ void runApp({
   projectRoot: paths.projectRoot,
   platform: process.platform,
   signals: process,
+  argv: process.argv.slice(1),
   // macOS draws menu-bar icons from a black template image; elsewhere the coloured icon.
   trayIcon: join(paths.resources, process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'),
   secretKeyProvider: keychainKeyProvider({ dataDir: config.dataDir, safeStorage, platform: process.platform, log: console }),

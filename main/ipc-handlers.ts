@@ -20,6 +20,7 @@ export interface IpcHandlers {
   openFolder(): Promise<string | null>;
   reveal(path: string): Promise<void>;
   openInEditor(path: string): Promise<string>;
+  switchWorkspace(path: string): Promise<string>;
 }
 
 const AbsolutePath = z.string().min(1).max(4096).refine((p) => isAbsolute(p), { message: 'must be an absolute path' });
@@ -29,6 +30,7 @@ const argSchemas: { [C in IpcChannel]: z.ZodType<IpcArgs<C>> } = {
   [IPC.openFolder]: z.tuple([]),
   [IPC.reveal]: z.tuple([AbsolutePath]),
   [IPC.openInEditor]: z.tuple([AbsolutePath]),
+  [IPC.switchWorkspace]: z.tuple([AbsolutePath]),
 };
 
 export class IpcRejected extends Error {
@@ -52,6 +54,7 @@ export function registerIpcHandlers(ipcMain: IpcMainLike, trustedOrigin: string,
   on(IPC.openFolder, () => handlers.openFolder());
   on(IPC.reveal, (path) => handlers.reveal(path));
   on(IPC.openInEditor, (path) => handlers.openInEditor(path));
+  on(IPC.switchWorkspace, (path) => handlers.switchWorkspace(path));
   return () => {
     for (const channel of Object.values(IPC)) ipcMain.removeHandler(channel);
   };

@@ -6,6 +6,7 @@ export const IPC = {
   openFolder: 'emu:open-folder',
   reveal: 'emu:reveal',
   openInEditor: 'emu:open-in-editor',
+  switchWorkspace: 'emu:switch-workspace',
 } as const;
 
 export type IpcChannel = (typeof IPC)[keyof typeof IPC];
@@ -17,6 +18,8 @@ export interface IpcContract {
   'emu:reveal': { args: [path: string]; result: void };
   /** Resolves to '' when opened, else what went wrong (said to the user). */
   'emu:open-in-editor': { args: [path: string]; result: string };
+  /** Restarts the app on another workspace folder; resolves to '' when restarting, else the reason. */
+  'emu:switch-workspace': { args: [path: string]; result: string };
 }
 
 export type IpcArgs<C extends IpcChannel> = IpcContract[C]['args'];

@@ -12,6 +12,8 @@ export interface MenuItem {
 
 export interface MenuActions {
   openWorkspace(): void;
+  /** Picks another workspace folder and restarts the app on it. */
+  switchWorkspace(): void;
   revealDataDir(): void;
   /** Null when the local tenant's key cannot be shown (the item is then disabled). */
   copyApiKey: (() => void) | null;
@@ -21,6 +23,7 @@ export interface MenuActions {
 function placeItems(actions: MenuActions): MenuItem[] {
   return [
     { label: 'Open Workspace Folder', accelerator: 'CmdOrCtrl+O', click: actions.openWorkspace },
+    { label: 'Switch Workspace…', accelerator: 'CmdOrCtrl+Shift+O', click: actions.switchWorkspace },
     { label: 'Reveal Data Folder', click: actions.revealDataDir },
     { label: 'Copy API Key', accelerator: 'CmdOrCtrl+Shift+K', enabled: actions.copyApiKey !== null, click: actions.copyApiKey ?? undefined },
     { label: 'Open in Browser', click: actions.openInBrowser },

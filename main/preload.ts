@@ -13,6 +13,7 @@ const bridge: SvcEmuBridge = {
   openFolder: () => ipcRenderer.invoke(IPC.openFolder) as Promise<IpcResult<typeof IPC.openFolder>>,
   reveal: (path: string) => ipcRenderer.invoke(IPC.reveal, path) as Promise<IpcResult<typeof IPC.reveal>>,
   openInEditor: (path: string) => ipcRenderer.invoke(IPC.openInEditor, path) as Promise<IpcResult<typeof IPC.openInEditor>>,
+  switchWorkspace: (path: string) => ipcRenderer.invoke(IPC.switchWorkspace, path) as Promise<IpcResult<typeof IPC.switchWorkspace>>,
 };
 
 contextBridge.exposeInMainWorld('svcEmu', bridge);

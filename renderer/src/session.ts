@@ -16,6 +16,10 @@ export interface TenantCaps {
 export interface EmulatorInfo {
   version: string;
   dataDir: string;
+  /** The folder the loader watches (null: none). */
+  workspace: string | null;
+  /** The core's own URL (what `/v1` clients call). */
+  url: string | null;
   localApiKey: string | null;
   tenants: TenantCaps[];
 }
@@ -81,6 +85,8 @@ export function parseInfo(raw: unknown): EmulatorInfo {
   return {
     version: str(obj.version) ?? str(obj.emulator_version) ?? 'unknown',
     dataDir: str(obj.data_dir) ?? 'unknown',
+    workspace: str(obj.workspace) ?? null,
+    url: str(obj.url) ?? null,
     localApiKey: str(obj.local_api_key) ?? null,
     tenants: tenants.filter(isRecord).map((t) => {
       const caps = isRecord(t.caps) ? t.caps : {};

@@ -64,10 +64,16 @@ async function injectBridge(context: BrowserContext, token: string): Promise<voi
   await context.addInitScript((adminToken: string) => {
     const bridge: SvcEmuBridge = {
       adminToken: Promise.resolve(adminToken),
-      openFolder: () => Promise.resolve(null),
+      // The folder "picked": set window.__pickFolder in a test (null: the picker was cancelled).
+      openFolder: () => Promise.resolve((window as unknown as { __pickFolder?: string }).__pickFolder ?? null),
       reveal: () => Promise.resolve(),
       openInEditor: () => Promise.resolve(''),
+      switchWorkspace: (path: string) => {
+        (window as unknown as { __switched: string[] }).__switched.push(path);
+        return Promise.resolve(path.includes('nope') ? '/nope does not exist' : '');
+      },
     };
+    Object.defineProperty(window, '__switched', { value: [] });
     Object.defineProperty(window, 'svcEmu', { value: Object.freeze(bridge), enumerable: true });
   }, token);
 }
@@ -117,6 +123,12 @@ describe('GUI in Chromium', () => {
     const info = (await (await fetch(`${core.url}/_emu/info`, { headers: { authorization: `Bearer ${core.adminToken}` } })).json()) as { version: string };
     expect(await page.getByTestId('version').innerText()).toBe(info.version);
     expect(await page.getByTestId('data-dir').innerText()).toBe(core.dataDir);
+    expect(await page.getByTestId('core-url').innerText()).toBe(`${core.url}/v1`);
+    expect(await page.getByTestId('workspace').innerText()).toMatch(/^none: start with --workspace DIR/);
+    const firstCall = await page.getByTestId('first-call').innerText();
+    expect(firstCall).toContain(`${core.url}/v1/invoke/hello`);
+    expect(firstCall).toContain(`Bearer ${core.localApiKey}`);
+    expect(await page.getByTestId('switch-workspace').count()).toBe(0); // desktop app only
 
     const local = page.getByTestId('tenants').locator('tbody tr', { has: page.locator('td', { hasText: /^local$/ }) });
     expect(await local.locator('td').allInnerTexts()).toEqual(['local', '900,000 ms', '2,048 MB', '100 %', '10']);
@@ -164,6 +176,20 @@ describe('GUI in Chromium', () => {
     expect(await shown(w, apiKey(w.page), 'the API key')).toBe(core.localApiKey);
     expect(await w.page.evaluate(() => typeof window.svcEmu?.openFolder)).toBe('function');
     expect(w.page.url()).toBe(`${core.url}/`);
+
+    // Switch workspace: the folder picker (here cancelled, then a folder), then the app restarts on it.
+    await w.page.getByTestId('switch-workspace').click();
+    expect(await w.page.evaluate(() => (window as unknown as { __switched: string[] }).__switched)).toEqual([]);
+    const pick = (dir: string) => w.page.evaluate((d) => ((window as unknown as { __pickFolder?: string }).__pickFolder = d), dir);
+    await pick('/nope');
+    await w.page.getByTestId('switch-workspace').click();
+    expect(await shown(w, w.page.getByRole('alert'), 'the refusal')).toBe('Cannot switch: /nope does not exist');
+    await pick('/home/me/other-ws');
+    await w.page.getByTestId('switch-workspace').click();
+    expect(await shown(w, w.page.getByRole('status'), 'the restart notice')).toBe('Restarting on /home/me/other-ws…');
+    expect(await w.page.evaluate(() => (window as unknown as { __switched: string[] }).__switched)).toEqual(['/nope', '/home/me/other-ws']);
+    expect(await w.page.getByTestId('switch-workspace').isDisabled()).toBe(true);
+    expect(w.errors).toEqual([]);
   });
 
   it.skipIf(!!skipReason)('talks to the core only, with no console errors (browser and desktop mode)', async () => {

@@ -158,6 +158,7 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
           adminToken: Promise.resolve(''), // no token from the bridge: the session's stored one is used
           openFolder: () => Promise.resolve(null),
           reveal: () => Promise.resolve(),
+          switchWorkspace: () => Promise.resolve(''),
           openInEditor: (path: string) => {
             opened.push(path);
             return Promise.resolve(opened.length === 1 ? '' : 'the file is gone');

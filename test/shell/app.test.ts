@@ -201,7 +201,7 @@ describe('main/app tray, executor and secrets key', () => {
     expect(tray.tooltip).toBe('Snippet Emulator: http://127.0.0.1:41234');
     const items = (tray.menu as { template: TrayItem[] }).template;
     expect(items.map((i) => i.label ?? i.role ?? i.type)).toEqual([
-      'Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit',
+      'Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit',
     ]);
     expect(items.some((i) => i.accelerator)).toBe(false);
     items.find((i) => i.label === 'Reveal Data Folder')!.click!();
@@ -274,6 +274,44 @@ describe('main/app IPC', () => {
     await expect(stub.ipcMain.invoke(IPC.reveal, trusted, 42)).rejects.toThrow(/invalid arguments/);
     await expect(stub.ipcMain.invoke(IPC.reveal, trusted)).rejects.toThrow(/invalid arguments/);
     expect(reveal).toHaveBeenCalledTimes(1);
+  });
+
+  it('switches to another workspace by restarting on it with its own data dir, keeping the other flags', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'svc-switch-'));
+    try {
+      const core = fakeCore();
+      await runApp(deps(core, { argv: ['.', '--workspace', '/old', '--data-dir=/old/.svc-emu', '--egress-profile', 'production'] }));
+      await writeFile(join(dir, 'file.txt'), '');
+      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, join(dir, 'missing'))).resolves.toMatch(/does not exist/);
+      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, join(dir, 'file.txt'))).resolves.toMatch(/is not a folder/);
+      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, { senderFrame: { url: 'https://evil.example/' } }, dir)).rejects.toThrow(/untrusted sender/);
+      expect(stub.app.relaunched).toEqual([]);
+
+      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, dir)).resolves.toBe('');
+      expect(stub.app.relaunched).toEqual([{ args: ['.', '--egress-profile', 'production', '--workspace', dir, '--data-dir', join(dir, '.svc-emu')] }]);
+      await tick();
+      await tick();
+      expect(core.handle.stop).toHaveBeenCalledTimes(1); // quit went the usual way: the core stopped first
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('the menu\'s Switch Workspace… picks a folder and restarts on it; cancelling does nothing', async () => {
+    vi.spyOn(stub.dialog, 'showOpenDialog').mockResolvedValueOnce({ canceled: true, filePaths: [] }).mockResolvedValueOnce({ canceled: false, filePaths: ['/definitely/not/here'] });
+    const errorBox = vi.spyOn(stub.dialog, 'showErrorBox');
+    await runApp(deps(fakeCore()));
+    const items = (stub.Menu.current as { template: { submenu?: { label?: string; click?: () => void }[] }[] }).template[0]!.submenu!;
+    const item = items.find((i) => i.label === 'Switch Workspace…')!;
+    item.click!();
+    await tick();
+    expect(errorBox).not.toHaveBeenCalled();
+    item.click!();
+    await vi.waitFor(() => expect(errorBox).toHaveBeenCalledWith('Cannot switch workspace', '/definitely/not/here does not exist'));
+    expect(stub.app.relaunched).toEqual([]);
   });
 
   it('opens workspace source files in the editor, and nothing else', async () => {

@@ -45,11 +45,11 @@ describe.skipIf(!coreReady)('build outputs', () => {
     try {
       const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
       const menu = await event('menu');
-      expect(menu.items).toEqual(['Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', null, 'quit']);
+      expect(menu.items).toEqual(['Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', null, 'quit']);
       const tray = await event('tray');
       expect(tray.icon).toBe(join(ROOT, 'resources', process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'));
       expect(existsSync(tray.icon)).toBe(true);
-      expect((await event('tray-menu')).items).toEqual(['Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit']);
+      expect((await event('tray-menu')).items).toEqual(['Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit']);
       // The secrets key went to the (stand-in) OS keychain, not to a key file.
       expect(existsSync(join(tmp, 'data', 'secret.key.safe'))).toBe(true);
       expect(existsSync(join(tmp, 'data', 'secret.key'))).toBe(false);

@@ -18,7 +18,7 @@ describe('main/preload', () => {
     await import('../../main/preload');
     expect([...exposed.keys()]).toEqual(['svcEmu']);
     const bridge = exposed.get('svcEmu') as SvcEmuBridge;
-    expect(Object.keys(bridge).sort()).toEqual(['adminToken', 'openFolder', 'openInEditor', 'reveal']);
+    expect(Object.keys(bridge).sort()).toEqual(['adminToken', 'openFolder', 'openInEditor', 'reveal', 'switchWorkspace']);
 
     await expect(bridge.adminToken).resolves.toBe('tok-123');
     expect(invoke).toHaveBeenLastCalledWith('emu:admin-token');

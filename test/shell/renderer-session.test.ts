@@ -15,7 +15,7 @@ function sources(href: string, bridge?: SvcEmuBridge) {
   return { src, store, replaceState };
 }
 
-const bridge = (token: Promise<string>): SvcEmuBridge => ({ adminToken: token, openFolder: async () => null, reveal: async () => undefined, openInEditor: async () => '' });
+const bridge = (token: Promise<string>): SvcEmuBridge => ({ adminToken: token, openFolder: async () => null, reveal: async () => undefined, openInEditor: async () => '', switchWorkspace: async () => '' });
 
 describe('renderer acquireToken', () => {
   it('takes ?token=, removes it from the address bar and keeps it in sessionStorage', async () => {
@@ -38,17 +38,19 @@ describe('renderer fetchInfo/parseInfo', () => {
   const info = {
     version: '0.1.0',
     data_dir: '/p/.svc-emu',
+    workspace: '/p',
+    url: 'http://127.0.0.1:7070',
     local_api_key: 'svc_abc',
     tenants: [{ name: 'local', caps: { timeout_ms: 60000, max_memory_mb: 1024, max_cpu_percent: 100, max_concurrency: 10 } }],
   };
 
-  it('sends the token as a bearer and reads version, data dir, key and caps', async () => {
+  it('sends the token as a bearer and reads version, data dir, workspace, URL, key and caps', async () => {
     const fetchImpl = vi.fn(async (_url: string | URL | Request, _init?: RequestInit) => new Response(JSON.stringify(info), { status: 200 }));
     const result = await fetchInfo('tok', fetchImpl as unknown as typeof fetch);
     expect(fetchImpl).toHaveBeenCalledWith('/_emu/info', expect.objectContaining({ headers: expect.objectContaining({ Authorization: 'Bearer tok' }) }));
     expect(result).toEqual({
       kind: 'ok',
-      info: { version: '0.1.0', dataDir: '/p/.svc-emu', localApiKey: 'svc_abc', tenants: [{ name: 'local', caps: info.tenants[0]!.caps }] },
+      info: { version: '0.1.0', dataDir: '/p/.svc-emu', workspace: '/p', url: 'http://127.0.0.1:7070', localApiKey: 'svc_abc', tenants: [{ name: 'local', caps: info.tenants[0]!.caps }] },
     });
   });
 
@@ -66,6 +68,8 @@ describe('renderer fetchInfo/parseInfo', () => {
     expect(parseInfo({ tenants: [{ name: 'x' }, 'junk'] })).toEqual({
       version: 'unknown',
       dataDir: 'unknown',
+      workspace: null,
+      url: null,
       localApiKey: null,
       tenants: [{ name: 'x', caps: { timeout_ms: null, max_memory_mb: null, max_cpu_percent: null, max_concurrency: null } }],
     });

@@ -43,6 +43,9 @@ class App extends EventEmitter {
     report('exit', { code: 0 });
     setImmediate(() => process.exit(0));
   }
+  relaunch(options) {
+    report('relaunch', options);
+  }
   exit(code = 0) {
     report('exit', { code });
     process.exit(code);

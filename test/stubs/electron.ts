@@ -35,6 +35,10 @@ export class FakeApp extends EventEmitter {
   exit(code = 0): void {
     this.exitCode = code;
   }
+  relaunched: { args: string[] }[] = [];
+  relaunch(options: { args: string[] }): void {
+    this.relaunched.push(options);
+  }
 }
 
 export class FakeWebContents extends EventEmitter {
@@ -202,6 +206,7 @@ export function resetElectronStub(): void {
   app.removeAllListeners();
   app.quitCalls = 0;
   app.exitCode = null;
+  app.relaunched = [];
   BrowserWindow.instances = [];
   ipcMain.handlers.clear();
   ipcRenderer.calls = [];
