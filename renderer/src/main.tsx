@@ -1,14 +1,17 @@
 // The GUI: signs in with the admin token (URL, desktop bridge or session), then the pages of
 // pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
-import { StrictMode, useEffect, useMemo, useState } from 'react';
+// Keyboard: a "Skip to content" link first, focus on the new page's h1 after every page switch, `g`
+// shortcuts and a `?` overlay (ui/shortcuts.tsx). Narrow windows get a top bar with a menu button.
+import { StrictMode, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import './styles.css'; // first: the pages' own CSS, imported below, wins ties with the shell's
 import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
 import { createApi } from './api';
 import { Ctx } from './context';
-import { href, useRoute } from './router';
+import { href, navigate, useRoute } from './router';
 import { PAGES } from './pages/registry';
-import { EmptyState } from './ui/kit';
+import { EmptyState, Loading } from './ui/kit';
+import { goShortcuts, ShortcutsHelp, useShortcuts } from './ui/shortcuts';
 
 type State =
   | { kind: 'loading' }
@@ -53,7 +56,7 @@ function App() {
       <header>
         <h1>Snippet Emulator</h1>
       </header>
-      {state.kind === 'loading' && <p className="muted">Connecting…</p>}
+      {state.kind === 'loading' && <Loading label="Connecting…" />}
       {state.kind === 'no-token' && (
         <section className="notice" role="alert">
           <h2>No admin token</h2>
@@ -83,14 +86,76 @@ function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
   const def = PAGES.find((p) => p.page === route.page);
   const Page = def?.component;
   const active = route.page === 'snippet' ? 'snippets' : route.page === 'invocation' ? 'invocations' : route.page;
+  const pageKey = route.page + '/' + route.params.join('/');
+  const main = useRef<HTMLElement>(null);
+  const menuButton = useRef<HTMLButtonElement>(null);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const [helpOpen, setHelpOpen] = useState(false);
+  const shortcuts = useMemo(() => goShortcuts(PAGES), []);
+
+  // A page switch: back to the top, the menu closed, and focus on the new page's h1 once it shows.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    setMenuOpen(false);
+    window.scrollTo(0, 0);
+    return main.current ? focusHeading(main.current) : undefined;
+  }, [pageKey]);
+
+  const go = useCallback((page: string) => {
+    const target = href(...(page ? [page] : []));
+    if (window.location.hash.split('?')[0] === target || (!page && window.location.hash === '')) {
+      if (main.current) focusHeading(main.current); // already there: land on its heading
+    } else navigate(...(page ? [page] : []));
+  }, []);
+  const toggleHelp = useCallback(() => setHelpOpen((o) => !o), []);
+  useShortcuts({ shortcuts, go, toggleHelp });
+
   return (
     <Ctx.Provider value={{ api, info }}>
+      <a
+        className="skip-link"
+        href="#content"
+        onClick={(e) => {
+          e.preventDefault();
+          if (main.current) focusHeading(main.current, true);
+        }}
+      >
+        Skip to content
+      </a>
       <div className="shell">
-        <nav className="sidebar" aria-label="Pages">
-          <a className="brand" href={href()}>
-            Snippet Emulator
-          </a>
-          <ul>
+        <nav
+          className="sidebar"
+          aria-label="Pages"
+          data-open={menuOpen}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape' && menuOpen) {
+              setMenuOpen(false);
+              menuButton.current?.focus();
+            }
+          }}
+        >
+          <div className="sidebar-top">
+            <a className="brand" href={href()}>
+              Snippet Emulator
+            </a>
+            <button
+              ref={menuButton}
+              type="button"
+              className="menu-button"
+              aria-expanded={menuOpen}
+              aria-controls="nav-pages"
+              data-testid="menu-button"
+              onClick={() => setMenuOpen((o) => !o)}
+            >
+              <span className="menu-icon" aria-hidden="true" />
+              Menu
+            </button>
+          </div>
+          <ul id="nav-pages">
             {PAGES.filter((p) => p.nav).map((p) => (
               <li key={p.page}>
                 <a href={href(...(p.page ? [p.page] : []))} aria-current={active === p.page ? 'page' : undefined}>
@@ -99,10 +164,15 @@ function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
               </li>
             ))}
           </ul>
+          <div className="sidebar-foot">
+            <button type="button" className="shortcuts-button" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
+              Keyboard shortcuts <kbd>?</kbd>
+            </button>
+          </div>
         </nav>
-        <main className="content">
+        <main className="content" id="content" ref={main} tabIndex={-1}>
           {Page ? (
-            <Page key={route.page + route.params.join('/')} params={route.params} />
+            <Page key={pageKey} params={route.params} />
           ) : (
             <EmptyState title="No such page">
               <a href={href()}>Back to the overview</a>
@@ -110,8 +180,39 @@ function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
           )}
         </main>
       </div>
+      <ShortcutsHelp open={helpOpen} onClose={() => setHelpOpen(false)} shortcuts={shortcuts} />
     </Ctx.Provider>
   );
+}
+
+/**
+ * Focuses the page's h1 (made focusable with tabindex=-1) as soon as it shows: pages that load first
+ * render it a moment later. Leaves focus alone if the user has meanwhile moved into the page. With
+ * `orMain`, focuses the main region itself when the page has no h1 yet. Returns a cancel function.
+ */
+function focusHeading(region: HTMLElement, orMain = false): () => void {
+  const started = document.activeElement;
+  const attempt = (): boolean => {
+    const active = document.activeElement;
+    if (active && active !== started && active !== document.body && active !== region && region.contains(active)) return true; // the user got there first
+    const h1 = region.querySelector('h1');
+    if (!h1) return false;
+    if (!h1.hasAttribute('tabindex')) h1.setAttribute('tabindex', '-1');
+    h1.focus({ preventScroll: true });
+    return true;
+  };
+  if (attempt()) return () => {};
+  if (orMain) region.focus({ preventScroll: true });
+  const observer = new MutationObserver(() => {
+    if (attempt()) stop();
+  });
+  const timer = window.setTimeout(() => stop(), 5000);
+  function stop() {
+    observer.disconnect();
+    window.clearTimeout(timer);
+  }
+  observer.observe(region, { childList: true, subtree: true });
+  return stop;
 }
 
 const root = document.getElementById('root');

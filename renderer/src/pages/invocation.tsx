@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { useApp } from '../context';
 import { href } from '../router';
-import { EmptyState, Json, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
+import { EmptyState, Json, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
 import {
   ago,
   dur,
@@ -108,7 +108,7 @@ export function InvocationPage({ params }: { params: string[] }) {
             </p>
           </>
         ) : (
-          <p className="muted">Loading…</p>
+          <Loading />
         )}
       </div>
     );

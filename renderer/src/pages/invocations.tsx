@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useApp } from '../context';
 import { href, parseRoute } from '../router';
-import { EmptyState, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
+import { EmptyState, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
 import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, usePoll, type Invocation, type Page } from './invocation-common';
 import './invocations.css';
 
@@ -170,7 +170,7 @@ export function Invocations(_props: { params: string[] }) {
       </div>
 
       {error !== null && <ProblemNotice error={error} title="Could not load invocations" />}
-      {rows === null && error === null && <p className="muted">Loading…</p>}
+      {rows === null && error === null && <Loading />}
       {rows !== null && rows.length === 0 && (filtered ? <NoMatch onClear={() => setFilters({ snippet: '', status: '' })} /> : <NoInvocations />)}
       {rows !== null && rows.length > 0 && (
         <div className="inv-list-wrap">

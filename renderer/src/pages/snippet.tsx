@@ -3,7 +3,7 @@
 import { ApiProblem } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
-import { EmptyState, ProblemNotice, useLoad } from '../ui/kit';
+import { EmptyState, Loading, ProblemNotice, useLoad } from '../ui/kit';
 import { CodeTab } from './snippet-code';
 import { SettingsTab } from './snippet-settings';
 import { RunTab } from './snippet-run';
@@ -47,7 +47,7 @@ export function SnippetPage({ params }: { params: string[] }) {
       </EmptyState>
     );
   }
-  if (loaded.state === 'loading') return <p className="muted">Loading…</p>;
+  if (loaded.state === 'loading') return <Loading />;
   if (loaded.state === 'error') {
     return (
       <div className="sn">

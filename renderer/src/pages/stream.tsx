@@ -5,7 +5,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { useApp } from '../context';
 import { href, navigate } from '../router';
-import { EmptyState, Json, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
+import { EmptyState, Json, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
 import { ago, compact, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, tLabel, useNow, usePoll, useWidth, type Invocation, type Page } from './invocation-common';
 import { useFollow, type LiveEvent } from './stream-follow';
 import './invocations.css';
@@ -55,7 +55,7 @@ function StreamList() {
       </PageHeader>
       <p className="muted inv-intro">Pick a streamed invocation to watch its events arrive, or replay the events of one that has ended. This list refreshes itself.</p>
       {error !== null && <ProblemNotice error={error} title="Could not load the streamed invocations" />}
-      {rows === null && error === null && <p className="muted">Loading…</p>}
+      {rows === null && error === null && <Loading />}
       {rows !== null && rows.length === 0 && (
         <EmptyState title="No streamed invocations yet">
           <p>Invoke a snippet whose handler is an async generator with the header X-Invoke-Mode: stream:</p>

@@ -1,9 +1,11 @@
 // A read-only code view on CodeMirror 6: line numbers, syntax highlighting (TypeScript/JavaScript,
 // Python), keyboard focusable, selectable. One editor per file shown; rebuilt when the file changes.
+// Its colours are the shell's custom properties (styles.css: --code-*), so it follows light and dark.
 import { useEffect, useRef } from 'react';
 import { EditorState, type Extension } from '@codemirror/state';
 import { EditorView, highlightActiveLine, highlightActiveLineGutter, lineNumbers } from '@codemirror/view';
-import { defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { HighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { tags as t } from '@lezer/highlight';
 import { javascript } from '@codemirror/lang-javascript';
 import { python } from '@codemirror/lang-python';
 
@@ -14,11 +16,31 @@ function languageOf(path: string): Extension {
 }
 
 const theme = EditorView.theme({
-  '&': { fontSize: '13px', border: '1px solid var(--line)', borderRadius: '6px', background: 'var(--card)' },
-  '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', maxHeight: '560px', overflow: 'auto' },
+  '&': { fontSize: '13px', border: '1px solid var(--line)', borderRadius: '6px', background: 'var(--card)', color: 'var(--fg)' },
+  '.cm-scroller': { fontFamily: 'var(--mono)', maxHeight: '560px', overflow: 'auto' },
+  '.cm-content': { caretColor: 'var(--fg)' },
   '.cm-gutters': { background: 'var(--bg)', color: 'var(--muted)', borderRight: '1px solid var(--line)' },
-  '&.cm-focused': { outline: '2px solid #3b82f6', outlineOffset: '2px' },
+  '.cm-activeLine': { background: 'var(--code-active-line)' },
+  '.cm-activeLineGutter': { background: 'var(--hover)', color: 'var(--fg)' },
+  '&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection': { background: 'var(--code-selection)' },
+  '&.cm-focused': { outline: '2px solid var(--focus)', outlineOffset: '2px' },
 });
+
+/** Syntax colours by meaning, each a custom property set for both schemes. */
+const highlight = HighlightStyle.define([
+  { tag: [t.keyword, t.controlKeyword, t.moduleKeyword, t.operatorKeyword, t.definitionKeyword, t.modifier, t.self], color: 'var(--code-keyword)' },
+  { tag: [t.string, t.special(t.string), t.regexp, t.escape, t.character], color: 'var(--code-string)' },
+  { tag: [t.number, t.bool, t.null, t.atom], color: 'var(--code-number)' },
+  { tag: [t.comment, t.lineComment, t.blockComment, t.docComment], color: 'var(--code-comment)', fontStyle: 'italic' },
+  { tag: [t.function(t.variableName), t.function(t.propertyName), t.function(t.definition(t.variableName))], color: 'var(--code-function)' },
+  { tag: [t.typeName, t.className, t.namespace, t.standard(t.variableName)], color: 'var(--code-type)' },
+  { tag: [t.propertyName, t.definition(t.propertyName)], color: 'var(--code-property)' },
+  { tag: [t.meta, t.annotation, t.processingInstruction], color: 'var(--code-meta)' },
+  { tag: t.invalid, color: 'var(--bad)' },
+  { tag: t.strong, fontWeight: 'bold' },
+  { tag: t.emphasis, fontStyle: 'italic' },
+  { tag: t.link, textDecoration: 'underline' },
+]);
 
 export function ReadOnlyCode({ path, content, label, testid }: { path: string; content: string; label: string; testid?: string }) {
   const host = useRef<HTMLDivElement>(null);
@@ -32,7 +54,7 @@ export function ReadOnlyCode({ path, content, label, testid }: { path: string; c
           lineNumbers(),
           highlightActiveLineGutter(),
           highlightActiveLine(),
-          syntaxHighlighting(defaultHighlightStyle),
+          syntaxHighlighting(highlight),
           languageOf(path),
           EditorState.readOnly.of(true),
           EditorView.editable.of(false),

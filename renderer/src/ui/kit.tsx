@@ -4,7 +4,11 @@ import { ApiProblem } from '../api';
 
 export type Loaded<T> = { state: 'loading' } | { state: 'error'; error: unknown } | { state: 'ok'; data: T };
 
-/** Loads `fn` on mount and whenever `deps` change; `reload()` loads again. */
+/**
+ * Loads `fn` on mount and whenever `deps` change; `reload()` loads again. Stale-while-revalidate: once
+ * data is shown it stays shown while the next load runs (a reload or new deps never blank the page back
+ * to "loading"); only the latest load's answer is kept.
+ */
 export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): [Loaded<T>, () => void] {
   const [loaded, setLoaded] = useState<Loaded<T>>({ state: 'loading' });
   const [tick, setTick] = useState(0);
@@ -20,6 +24,31 @@ export function useLoad<T>(fn: () => Promise<T>, deps: unknown[]): [Loaded<T>, (
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [...deps, tick]);
   return [loaded, useCallback(() => setTick((t) => t + 1), [])];
+}
+
+/** How long a load may take before it is worth saying so: quicker answers show no loading state at all. */
+export const LOADING_DELAY_MS = 200;
+
+/**
+ * A loading placeholder that keeps quiet: for the first LOADING_DELAY_MS it is an empty box holding
+ * `minHeight` (so the page does not jump), then a subtle "Loading…" line. `[data-loading]` marks it.
+ */
+export function Loading({ label = 'Loading…', minHeight }: { label?: string; minHeight?: number }) {
+  const [shown, setShown] = useState(false);
+  useEffect(() => {
+    const t = window.setTimeout(() => setShown(true), LOADING_DELAY_MS);
+    return () => window.clearTimeout(t);
+  }, []);
+  return (
+    <div className="loading" data-loading="" aria-busy="true" style={minHeight === undefined ? undefined : { minHeight }}>
+      {shown && (
+        <div className="loading-shown" role="status">
+          <span className="loading-bar" aria-hidden="true" />
+          {label}
+        </div>
+      )}
+    </div>
+  );
 }
 
 export function describeError(error: unknown): string {
@@ -47,7 +76,7 @@ export function ProblemNotice({ error, title = 'That did not work' }: { error: u
 }
 
 export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (data: T) => ReactNode }) {
-  if (loaded.state === 'loading') return <p className="muted">Loading…</p>;
+  if (loaded.state === 'loading') return <Loading />;
   if (loaded.state === 'error') return <ProblemNotice error={loaded.error} title="Could not load this" />;
   return <>{children(loaded.data)}</>;
 }
@@ -55,7 +84,7 @@ export function Show<T>({ loaded, children }: { loaded: Loaded<T>; children: (da
 export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
   return (
     <div className="page-header">
-      <h1>{title}</h1>
+      <h1 tabIndex={-1}>{title}</h1>
       {children && <div className="page-actions">{children}</div>}
     </div>
   );
@@ -70,7 +99,7 @@ export function EmptyState({ title, children }: { title: string; children?: Reac
   );
 }
 
-/** The outcome colour language: success green, handler_error red, timeout amber, oom_killed purple, cancelled / failed grey. */
+/** The outcome colour language (styles.css): success green, handler_error red, timeout amber, oom_killed purple, running / queued blue, cancelled / failed grey. */
 export function OutcomeBadge({ outcome, status }: { outcome: string | null; status?: string }) {
   const label = outcome ?? status ?? 'unknown';
   return <span className={`badge outcome-${label}`}>{label.replace('_', ' ')}</span>;
