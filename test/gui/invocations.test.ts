@@ -4,7 +4,7 @@
 // in test/.tmp/gui/. Skips loudly when Chromium or the build is missing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[invocations.test] SKIPPING the invocation page tests: ${skipReason}\n`);
 
@@ -67,16 +67,6 @@ async function invoke(name: string, input: unknown, headers: Record<string, stri
   const id = r.headers.get('x-invocation-id');
   expect(id, r.text).toBeTruthy();
   return id!;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** No horizontal scrolling at this width (the page reflows instead). */

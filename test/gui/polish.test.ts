@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/core';
-import { SCREENSHOTS, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { SCREENSHOTS, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[polish.test] SKIPPING the GUI polish tests: ${skipReason}\n`);
 
@@ -40,16 +40,6 @@ async function settled(page: Page): Promise<void> {
   await page.locator('main h1').first().waitFor();
   await page.waitForFunction(() => !document.querySelector('[data-loading]'), undefined, { timeout: 10_000 });
   await page.waitForTimeout(150); // charts, CodeMirror and late layout settle
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** The WCAG contrast ratio of two CSS colours (rgb()/rgba() as getComputedStyle reports them). */

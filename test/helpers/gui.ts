@@ -75,3 +75,14 @@ export async function startGui(opts: { workspace?: string; config?: Partial<Emul
     },
   };
 }
+
+/** Polls `fn` until it answers something truthy (then returns it), or fails saying what never came. */
+export async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
