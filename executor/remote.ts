@@ -281,15 +281,29 @@ export class RemoteSandboxHost implements SandboxHost {
  * The agent dies with its stdin: closing the host ends every sandbox behind it.
  */
 export async function spawnAgent(argv: string[], transport: string, env?: NodeJS.ProcessEnv): Promise<{ host: RemoteSandboxHost; child: ChildProcess }> {
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'], env: env ?? process.env });
-  const host = await RemoteSandboxHost.connect(child.stdout!, child.stdin!, {
-    transport,
-    onClose: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
-        child.once('exit', () => (clearTimeout(t), resolve()));
-      }),
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: env ?? process.env });
+  // The agent's stderr goes on to ours; its last words also explain a failed start (`limactl shell` on a
+  // VM that is not running says so there).
+  let stderrTail = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    stderrTail = (stderrTail + chunk.toString('utf8')).slice(-1000);
   });
-  return { host, child };
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  try {
+    const host = await RemoteSandboxHost.connect(child.stdout!, child.stdin!, {
+      transport,
+      onClose: () =>
+        new Promise((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          const t = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          child.once('exit', () => (clearTimeout(t), resolve()));
+        }),
+    });
+    return { host, child };
+  } catch (err) {
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 1_000))]);
+    const said = stderrTail.trim().split('\n').slice(-3).join(' / ');
+    throw new Error(`${err instanceof Error ? err.message : String(err)}${said ? `: ${said}` : ''}`);
+  }
 }

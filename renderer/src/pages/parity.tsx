@@ -1,9 +1,12 @@
 // Parity status: what this host enforces (limit backend, sandbox), whether runs are at full parity with
 // production or degraded — each reason explained — and the installed runtimes against production's
-// manifest (mismatches highlighted). From GET /_emu/executor, /_emu/doctor and /_emu/runtime.
+// manifest (mismatches highlighted). From GET /_emu/executor, /_emu/doctor and /_emu/runtime; the executor VM
+// (Lima, macOS) from /_emu/vm, in parity-vm.tsx.
+import { useState } from 'react';
 import { useApp } from '../context';
 import { PageHeader, ProblemNotice, type Loaded, useLoad } from '../ui/kit';
 import './operator.css';
+import { ExecutorVm } from './parity-vm';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -36,7 +39,9 @@ export function Parity(_props: { params: string[] }) {
   const [executor, reloadExecutor] = useLoad(async () => obj((await api.emu('GET', '/_emu/executor')).body), [api]);
   const [doctor, reloadDoctor] = useLoad(async () => obj((await api.emu('GET', '/_emu/doctor')).body), [api]);
   const [runtime, reloadRuntime] = useLoad(async () => obj((await api.emu('GET', '/_emu/runtime')).body), [api]);
+  const [vmCheck, setVmCheck] = useState(0);
   const refresh = () => {
+    setVmCheck((n) => n + 1);
     reloadExecutor();
     reloadDoctor();
     reloadRuntime();
@@ -55,6 +60,15 @@ export function Parity(_props: { params: string[] }) {
       </p>
       <Banner executor={executor} doctor={doctor} />
       <Facts executor={executor} doctor={doctor} />
+      <ExecutorVm
+        check={vmCheck}
+        executorTransport={executor.state === 'ok' ? str(executor.data.transport) : null}
+        onExecutorChanged={() => {
+          reloadExecutor();
+          reloadDoctor();
+          reloadRuntime();
+        }}
+      />
       <Runtimes runtime={runtime} doctor={doctor} />
       {doctor.state === 'ok' && strs(doctor.data.notes).length > 0 && (
         <section className="card" aria-labelledby="parity-notes-title">

@@ -1,0 +1,348 @@
+// The executor VM (Lima, macOS) on the Parity status page: its status from GET /_emu/vm, Create / Start /
+// Stop (POST /_emu/vm/{action}, which run in the background), and the running operation's log, polled
+// every second until it ends. Where Lima is not used (Linux) the reason is shown plainly instead.
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useApp } from '../context';
+import { ProblemNotice } from '../ui/kit';
+import './parity-vm.css';
+
+type Kind = 'create' | 'start' | 'stop';
+
+interface VmOperation {
+  kind: Kind;
+  state: 'running' | 'succeeded' | 'failed';
+  started_at: string;
+  finished_at?: string;
+  exit_code?: number | null;
+  error?: string;
+  log: string[];
+  log_total: number;
+}
+
+interface VmStatus {
+  available: boolean;
+  reason?: string;
+  limactl: string | null;
+  limactl_version?: string;
+  error?: string;
+  vm: { name: string; status: string; cpus?: number; memory?: number; disk?: number; arch?: string; vm_type?: string; dir?: string; message?: string; errors?: string[] };
+  operation: VmOperation | null;
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const KINDS: Kind[] = ['create', 'start', 'stop'];
+
+/** The core's answer, checked: anything unexpected becomes an error, never a crash. */
+function readStatus(body: unknown): VmStatus {
+  if (!isObj(body) || typeof body.available !== 'boolean' || !isObj(body.vm)) throw new Error('GET /_emu/vm answered something unexpected');
+  const vm = body.vm;
+  const op = isObj(body.operation) ? body.operation : null;
+  const kind = op && KINDS.includes(op.kind as Kind) ? (op.kind as Kind) : null;
+  return {
+    available: body.available,
+    reason: str(body.reason),
+    limactl: str(body.limactl) ?? null,
+    limactl_version: str(body.limactl_version),
+    error: str(body.error),
+    vm: {
+      name: str(vm.name) ?? 'svc-emu',
+      status: str(vm.status) ?? 'unknown',
+      cpus: num(vm.cpus),
+      memory: num(vm.memory),
+      disk: num(vm.disk),
+      arch: str(vm.arch),
+      vm_type: str(vm.vm_type),
+      dir: str(vm.dir),
+      message: str(vm.message),
+      errors: Array.isArray(vm.errors) ? vm.errors.filter((e): e is string => typeof e === 'string') : undefined,
+    },
+    operation:
+      op && kind
+        ? {
+            kind,
+            state: op.state === 'running' || op.state === 'succeeded' || op.state === 'failed' ? op.state : 'failed',
+            started_at: str(op.started_at) ?? '',
+            finished_at: str(op.finished_at),
+            exit_code: num(op.exit_code) ?? null,
+            error: str(op.error),
+            log: Array.isArray(op.log) ? op.log.filter((l): l is string => typeof l === 'string') : [],
+            log_total: num(op.log_total) ?? 0,
+          }
+        : null,
+  };
+}
+
+const BADGE: Record<string, { tone: string; label: string }> = {
+  Running: { tone: 'vm-running', label: 'Running' },
+  Stopped: { tone: 'vm-stopped', label: 'Stopped' },
+  missing: { tone: 'vm-missing', label: 'missing' },
+  Broken: { tone: 'vm-broken', label: 'Broken' },
+};
+
+const GiB = 1024 ** 3;
+const size = (n: number | undefined) => (n === undefined ? null : n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`);
+const VERB: Record<Kind, { label: string; doing: string; hint: string }> = {
+  create: { label: 'Create', doing: 'Creating', hint: 'Writes the VM’s template (Debian 12, this checkout mounted read-only) and runs limactl create.' },
+  start: { label: 'Start', doing: 'Starting', hint: 'Boots the VM. The first start downloads the image and installs the pinned runtimes inside: several minutes.' },
+  stop: { label: 'Stop', doing: 'Stopping', hint: 'Shuts the VM down; snippets cannot run behind it until it starts again.' },
+};
+
+/**
+ * `check`: asks limactl again whenever it changes (the page's Check again). `executorTransport`: the
+ * executor's (`none` when it could not start, e.g. behind a VM that was not running then).
+ */
+export function ExecutorVm({
+  check = 0,
+  executorTransport = null,
+  onExecutorChanged,
+}: {
+  check?: number;
+  executorTransport?: string | null;
+  /** An operation ended or the agent connected: the executor may be another now (the page reads it again). */
+  onExecutorChanged?: () => void;
+}) {
+  const { api } = useApp();
+  const wasRunning = useRef(false);
+  const [connecting, setConnecting] = useState(false);
+  const [status, setStatus] = useState<VmStatus | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [pending, setPending] = useState<Kind | null>(null);
+  const [tick, setTick] = useState(0);
+
+  // Load, then poll every second while an operation runs (an operation started elsewhere, e.g. by
+  // `svc-emu lima start`, is followed too once seen).
+  useEffect(() => {
+    let live = true;
+    let timer: number | undefined;
+    const load = async () => {
+      try {
+        const s = readStatus((await api.emu('GET', '/_emu/vm')).body);
+        if (!live) return;
+        setStatus(s);
+        setLoadError(null);
+        const running = s.operation?.state === 'running';
+        if (wasRunning.current && !running) onExecutorChanged?.(); // a start connects the core to the VM
+        wasRunning.current = running;
+        if (running) timer = window.setTimeout(load, 1_000);
+      } catch (err) {
+        if (live) setLoadError(err);
+      }
+    };
+    void load();
+    return () => {
+      live = false;
+      window.clearTimeout(timer);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [api, tick, check]);
+
+  const connect = async () => {
+    setConnecting(true);
+    setActionError(null);
+    try {
+      await api.emu('POST', '/_emu/vm/connect');
+      onExecutorChanged?.();
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setConnecting(false);
+    }
+  };
+
+  const act = async (kind: Kind) => {
+    setPending(kind);
+    setActionError(null);
+    try {
+      await api.emu('POST', `/_emu/vm/${kind}`);
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setPending(null);
+      setTick((t) => t + 1);
+    }
+  };
+
+  return (
+    <section className="card vm-card" aria-labelledby="parity-vm-title" data-testid="parity-vm">
+      <div className="op-card-head">
+        <h2 id="parity-vm-title">Executor VM</h2>
+        {status?.available && <VmBadge status={status.vm.status} />}
+      </div>
+      {loadError !== null && <ProblemNotice error={loadError} title="Could not read the VM’s status" />}
+      {status === null && loadError === null && <p className="muted">Asking limactl…</p>}
+      {status && !status.available && <Unavailable status={status} />}
+      {status && status.available && <Manage status={status} pending={pending} onAct={(k) => void act(k)} />}
+      {status?.available && status.vm.status === 'Running' && executorTransport === 'none' && (
+        <div className="op-warnbox vm-restart" role="status" data-testid="vm-restart">
+          <p>
+            The VM runs, but this emulator is not connected to its agent, so snippets cannot run: the VM was started outside the app, or connecting
+            after Start failed (see the log). Connect now; if that fails too, restart the emulator.
+          </p>
+          <button type="button" onClick={() => void connect()} disabled={connecting} data-testid="vm-connect">
+            {connecting ? 'Connecting…' : 'Connect'}
+          </button>
+        </div>
+      )}
+      {actionError !== null && <ProblemNotice error={actionError} title="The VM did not take that" />}
+      {status?.operation && <OperationLog op={status.operation} />}
+    </section>
+  );
+}
+
+function VmBadge({ status }: { status: string }) {
+  const b = BADGE[status] ?? { tone: status === 'unknown' ? 'vm-missing' : 'vm-broken', label: status };
+  return (
+    <span className={`vm-badge ${b.tone}`} data-testid="vm-status" data-status={status}>
+      <span className="vm-dot" aria-hidden="true" />
+      {b.label}
+    </span>
+  );
+}
+
+function Unavailable({ status }: { status: VmStatus }) {
+  const notNeeded = /only used on macOS/.test(status.reason ?? '');
+  return (
+    <div className={notNeeded ? 'vm-note' : 'op-warnbox'} role="status" data-testid="vm-unavailable">
+      <p className="vm-note-title">{notNeeded ? 'Not needed on this host' : 'Lima is not installed'}</p>
+      <p>{status.reason ?? 'limactl is unknown here.'}</p>
+      <p className="op-hint">
+        {notNeeded
+          ? 'On macOS snippets run inside a Lima VM (named svc-emu) so that memory, CPU and process limits bite as in production; this section creates and starts it there.'
+          : 'Install Lima, then come back here to create and start the VM (or run svc-emu lima create, then svc-emu lima start).'}
+      </p>
+    </div>
+  );
+}
+
+function Manage({ status, pending, onAct }: { status: VmStatus; pending: Kind | null; onAct: (k: Kind) => void }) {
+  const vm = status.vm;
+  const running = status.operation?.state === 'running';
+  const busy = running || pending !== null;
+  const known = !status.error;
+  const can: Record<Kind, boolean> = {
+    create: known && vm.status === 'missing',
+    start: known && vm.status !== 'missing' && vm.status !== 'Running' && vm.status !== 'unknown',
+    stop: known && vm.status !== 'missing' && vm.status !== 'Stopped' && vm.status !== 'unknown',
+  };
+  const facts = [vm.cpus !== undefined ? `${vm.cpus} CPUs` : null, size(vm.memory) && `${size(vm.memory)} memory`, size(vm.disk) && `${size(vm.disk)} disk`, vm.arch, vm.vm_type].filter(Boolean);
+  const now = running ? status.operation!.kind : pending;
+  return (
+    <>
+      <p className="op-hint vm-intro">
+        On macOS (no cgroups there) snippets run inside this Lima VM, where limits and the sandbox work as in production.{' '}
+        {vm.status === 'missing' && 'It does not exist yet: create it, then start it.'}
+        {vm.status === 'Stopped' && 'It is stopped: start it before running snippets.'}
+        {vm.status === 'Running' && 'It is running.'}
+      </p>
+      {status.error && (
+        <div className="op-warnbox" role="alert" data-testid="vm-error">
+          limactl did not say what state the VM is in: {status.error}
+        </div>
+      )}
+      <dl className="vm-facts" data-testid="vm-facts">
+        <dt>VM</dt>
+        <dd>
+          <code>{vm.name}</code>
+          {facts.length > 0 && <span className="op-hint"> · {facts.join(' · ')}</span>}
+        </dd>
+        <dt>limactl</dt>
+        <dd>
+          <code>{status.limactl}</code>
+          {status.limactl_version && <span className="op-hint"> · {status.limactl_version}</span>}
+        </dd>
+        {vm.message && (
+          <>
+            <dt>Lima says</dt>
+            <dd>{vm.message}</dd>
+          </>
+        )}
+        {(vm.errors ?? []).length > 0 && (
+          <>
+            <dt>Errors</dt>
+            <dd>
+              <ul className="op-list">
+                {vm.errors!.map((e) => (
+                  <li key={e}>{e}</li>
+                ))}
+              </ul>
+            </dd>
+          </>
+        )}
+      </dl>
+      <div className="op-actions vm-actions" role="group" aria-label="VM actions">
+        {KINDS.map((k) => (
+          <button
+            key={k}
+            type="button"
+            className={`op-btn ${k === 'stop' ? '' : can[k] && !busy ? 'op-primary' : ''}`}
+            disabled={!can[k] || busy}
+            title={VERB[k].hint}
+            aria-describedby="vm-action-hint"
+            onClick={() => onAct(k)}
+            data-testid={`vm-${k}`}
+          >
+            {now === k ? `${VERB[k].doing}…` : VERB[k].label}
+          </button>
+        ))}
+        <span className="op-hint" id="vm-action-hint">
+          {busy ? `${VERB[now ?? 'create'].doing} the VM: one operation at a time.` : can.create ? VERB.create.hint : can.start ? VERB.start.hint : can.stop ? VERB.stop.hint : ''}
+        </span>
+      </div>
+    </>
+  );
+}
+
+function OperationLog({ op }: { op: VmOperation }) {
+  const ref = useRef<HTMLPreElement>(null);
+  const stick = useRef(true);
+  // Follow the tail unless the reader scrolled up to read.
+  useLayoutEffect(() => {
+    const el = ref.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  }, [op.log_total, op.state]);
+  const dropped = op.log_total - op.log.length;
+  const when = (iso?: string) => (iso ? new Date(iso).toLocaleTimeString() : '');
+  return (
+    <div className="vm-op" data-testid="vm-operation" data-state={op.state} data-kind={op.kind}>
+      <div className="vm-op-head">
+        <h3 id="vm-log-title">
+          {op.state === 'running' ? `${VERB[op.kind].doing} the VM…` : `Last operation: ${op.kind}`}
+        </h3>
+        <span className={`vm-badge ${op.state === 'succeeded' ? 'vm-running' : op.state === 'failed' ? 'vm-broken' : 'vm-busy'}`} data-testid="vm-operation-state">
+          {op.state === 'running' && <span className="vm-spinner" aria-hidden="true" />}
+          {op.state}
+          {op.exit_code !== null && op.exit_code !== undefined && op.state !== 'running' ? ` · exit ${op.exit_code}` : ''}
+        </span>
+        <span className="op-hint">
+          started {when(op.started_at)}
+          {op.finished_at ? `, ended ${when(op.finished_at)}` : ''}
+        </span>
+      </div>
+      {op.error && (
+        <p className="vm-op-error" role="alert">
+          {op.error}
+        </p>
+      )}
+      <pre
+        ref={ref}
+        className="vm-log"
+        role="log"
+        aria-live="polite"
+        aria-labelledby="vm-log-title"
+        tabIndex={0}
+        data-testid="vm-log"
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+        }}
+      >
+        {dropped > 0 && <span className="vm-log-dropped">… {dropped} earlier lines not kept{'\n'}</span>}
+        {op.log.join('\n')}
+      </pre>
+    </div>
+  );
+}

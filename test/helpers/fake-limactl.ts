@@ -1,0 +1,58 @@
+/**
+ * A fake `limactl` for tests (test/fixtures/fake-limactl.mjs), copied into its own temp dir and made
+ * executable, with its state file beside it: the one fake allowed at the Lima edge (no macOS here).
+ */
+import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface FakeLimaState {
+  instances: Record<string, { status: string; cpus: number; memory: number }>;
+  templates: Record<string, string>;
+  calls: string[][];
+  fail: { create?: string; start?: string; stop?: string };
+  garbage: boolean;
+  delay_ms?: number;
+}
+
+export interface FakeLimactl {
+  /** The executable. */
+  path: string;
+  dir: string;
+  state(): Promise<FakeLimaState>;
+  /** Merges into the state (knobs: fail, garbage, delay_ms; or instances). */
+  patch(patch: Partial<FakeLimaState>): Promise<void>;
+  remove(): Promise<void>;
+}
+
+export async function fakeLimactl(): Promise<FakeLimactl> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-emu-fake-lima-'));
+  const path = join(dir, 'limactl');
+  await copyFile(join(__dirname, '..', 'fixtures', 'fake-limactl.mjs'), path);
+  await chmod(path, 0o755);
+  const statePath = join(dir, 'fake-limactl.state.json');
+  const state = async (): Promise<FakeLimaState> =>
+    existsSync(statePath)
+      ? { instances: {}, templates: {}, calls: [], fail: {}, garbage: false, ...(JSON.parse(await readFile(statePath, 'utf8')) as Partial<FakeLimaState>) }
+      : { instances: {}, templates: {}, calls: [], fail: {}, garbage: false };
+  return {
+    path,
+    dir,
+    state,
+    async patch(patch) {
+      await writeFile(statePath, JSON.stringify({ ...(await state()), ...patch }));
+    },
+    remove: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
+ * The executor agent "inside" the fake VM: the real agent (real Bun, real runners) behind a shell command
+ * that, like `limactl shell svc-emu -- …`, refuses to start while the fake VM is not Running.
+ */
+export function agentInFakeVm(fake: FakeLimactl, opts: { projectRoot: string; bunBin: string; workDir: string }): string[] {
+  const state = join(fake.dir, 'fake-limactl.state.json');
+  const gate = `grep -Eq '"status": ?"Running"' '${state}' 2>/dev/null || { echo 'instance "svc-emu" is not running' >&2; exit 1; }; exec "$0" "$@"`;
+  return ['/bin/sh', '-c', gate, opts.bunBin, join(opts.projectRoot, 'executor', 'agent.ts'), '--root', opts.projectRoot, '--work', opts.workDir];
+}
