@@ -7,6 +7,7 @@ import { bwrapAvailable } from './sandbox/bwrap';
 import { readRuntimeInfo, type RuntimeInfo } from './runtime-info';
 import { createCodeChecker, type CodeProblem } from './validate';
 import { spawnAgent } from './remote';
+import { detectLimactl } from './lima/manager';
 import type { SandboxHost } from './sandbox-host';
 import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
 
@@ -14,7 +15,9 @@ import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './typ
 export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo, Outcome, RunLimits } from './types';
 export type { CodeProblem } from './validate';
 export type { HostOp } from './protocol';
-export { limaAgentArgv, limaTemplate } from './lima/template';
+export { limaAgentArgv, limaTemplate, VM_NAME } from './lima/template';
+export { LimaManager, LimaRefused, VmStatus, VmOperation, VmInfo, detectLimactl, type LimaManagerOptions, type LimaRefusalCode } from './lima/manager';
+export { spawnRunner, type ProcessRunner, type RunResult } from './lima/process';
 
 type Log = { log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void };
 
@@ -81,13 +84,13 @@ export async function probeHost(opts: { projectRoot: string | null }) {
   } catch (err) {
     runtime = { error: (err as Error).message };
   }
-  const limactl = process.platform === 'darwin' ? (process.env.PATH ?? '').split(':').map((d) => join(d, 'limactl')).find((p) => existsSync(p)) ?? null : null;
+  const limactl = detectLimactl();
   const degraded: string[] = [];
   if (limits.backend.degraded) degraded.push(limits.backend.degraded);
   if (!sandbox.ok) degraded.push(`no parity sandbox: ${sandbox.reason}`);
   if ('error' in runtime) degraded.push(`runtimes: ${String(runtime.error)}`);
   else if ((runtime.mismatches as unknown[]).length) degraded.push('installed runtime versions differ from the production manifest');
-  if (process.platform === 'darwin' && !limactl) degraded.push('macOS without Lima: snippets cannot run under Linux limits (install lima, then `svc-emu lima template`)');
+  if (process.platform === 'darwin' && !limactl) degraded.push('macOS without Lima: snippets cannot run under Linux limits (install Lima with `brew install lima`, then create and start the VM on the Parity status page or with `svc-emu lima create` and `svc-emu lima start`)');
   return {
     limits: { backend: limits.backend.name, reason: limits.reason, checked: limits.checked, notes: limits.backend.notes ?? [] },
     sandbox: { bubblewrap: sandbox.ok, bin: sandbox.bwrap, version: sandbox.version, reason: sandbox.reason },

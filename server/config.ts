@@ -39,6 +39,17 @@ export const EmulatorConfigSchema = z.object({
   callbackTimeoutMs: z.number().int().min(1).max(60_000).default(15_000),
   /** Silence after which a stream gets a `: ping` comment (production: 15 s). */
   streamPingMs: z.number().int().min(10).max(15_000).default(15_000),
+  /**
+   * The GUI's terminals (a shell over HTTP, for the admin token's holder). Default: on when the core
+   * listens on loopback, off otherwise (on a network address a shell is remote code execution).
+   */
+  terminal: z.boolean().optional(),
+  /**
+   * The limactl that manages the executor VM (`/_emu/vm`). Unset: found on PATH on macOS, none elsewhere
+   * (Lima is not needed there). A path makes the VM manageable on any host (tests drive a fake one; users
+   * with Lima installed elsewhere); null: none.
+   */
+  limactl: z.string().min(1).nullable().optional(),
   /** node_modules/electron/path.txt: present when the Electron binary is installed (doctor reports it). */
   electronPathFile: z.string().optional(),
 });

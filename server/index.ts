@@ -13,9 +13,11 @@ import { acquireDataDir, dataDirPaths } from './storage/data-dir';
 import { openState } from './open-state';
 import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
-import { createExecutor } from '../executor';
+import { createExecutor, detectLimactl, LimaManager, VM_NAME } from '../executor';
 import { EgressProxy, egressSocketPath } from './egress/proxy';
 import { WorkspaceLoader } from './workspace/loader';
+import { ExecutorSlot } from './executor-slot';
+import { terminalAccess } from './terminal/setup';
 import { join } from 'node:path';
 
 export type { EmulatorConfig } from './config';
@@ -65,17 +67,20 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     const proxy = new EgressProxy(egress, egressSocketPath(paths.root));
     await proxy.listen();
     cleanup.push(() => proxy.close());
+    const create = () =>
+      createExecutor({
+        projectRoot: config.projectRoot,
+        workDir: join(paths.root, 'sandboxes'),
+        logger,
+        agentArgv: config.executorAgent,
+        egressSocket: proxy.socketPath,
+      });
     const built = input.executor
       ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
-      : await createExecutor({
-          projectRoot: config.projectRoot,
-          workDir: join(paths.root, 'sandboxes'),
-          logger,
-          agentArgv: config.executorAgent,
-          egressSocket: proxy.socketPath,
-        });
+      : await create();
+    const executor = new ExecutorSlot(built, { create, logger });
     cleanup.push(() => deps.repo.close()); // what the runs' last moments recorded
-    cleanup.push(() => built.executor.close());
+    cleanup.push(() => executor.close());
     services = createServices(
       deps,
       {
@@ -86,10 +91,10 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         url: () => url,
         doctor: async () => ({
           ...(await runDoctor({ electronPathFile: config.electronPathFile, projectRoot: config.projectRoot })),
-          executor: built.executor.info,
+          executor: executor.info,
         }),
         adminToken,
-        runtime: built.runtime,
+        runtime: () => executor.runtime(),
         ready: () => {
           const reasons: string[] = [];
           if (deps.repo.writeError) reasons.push(`the data dir cannot be written: ${deps.repo.writeError.message}`);
@@ -97,7 +102,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         },
       },
       {
-        executor: built.executor,
+        executor,
         logger,
         validateCode: input.validateCode ?? built.validateCode,
         historyLimit: config.historyLimit,
@@ -110,6 +115,27 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         streamPingMs: config.streamPingMs,
       },
     );
+    const terminals = terminalAccess({ enabled: config.terminal, host: config.host, workspace: config.workspace, dataDir: paths.root, url: () => url, vmName: VM_NAME, limactl: config.limactl, logger });
+    services.terminals = terminals;
+    // The executor VM (macOS): managed through limactl from the GUI and `svc-emu lima`.
+    const vm = new LimaManager({
+      limactl: config.limactl === undefined ? detectLimactl() : config.limactl,
+      projectRoot: config.projectRoot,
+      hostBackend: built.executor.info.backend,
+      tmpDir: paths.root,
+      // Behind the VM (--executor lima), its agent can only connect while it runs: connect after a start,
+      // and say why runs fail after a stop.
+      onSucceeded: config.executorAgent && !input.executor
+        ? async (kind) => {
+            if (kind === 'start' && !executor.available) await executor.reconnect();
+            if (kind === 'stop') await executor.disconnect('the executor VM was stopped: start it on the Parity status page or with `svc-emu lima start`');
+          }
+        : undefined,
+    });
+    services.vm = vm;
+    services.connectAgent = config.executorAgent && !input.executor ? () => executor.reconnect() : null;
+    cleanup.push(() => vm.close()); // a create or start in the middle is stopped with the core
+    cleanup.push(() => terminals.sessions?.closeAll()); // every shell killed (SIGHUP, then SIGKILL)
     // Stop taking async jobs and callbacks before the executor goes (runs in the middle stay `running`).
     cleanup.push(() => {
       services.async.close();

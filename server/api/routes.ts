@@ -6,5 +6,7 @@ import { emuRoutes } from './emu';
 import { invokeRoutes } from './v1/invoke';
 import { inboxRoutes } from './inbox';
 import { egressRoutes } from './egress';
+import { terminalRoutes } from './terminal';
+import { vmRoutes } from './vm';
 
-export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes, ...egressRoutes];
+export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes, ...egressRoutes, ...terminalRoutes, ...vmRoutes];

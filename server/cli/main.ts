@@ -13,7 +13,8 @@ import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
 import { jsonLogger } from '../logger';
-import { limaAgentArgv, limaTemplate } from '../../executor';
+import { limaAgentArgv } from '../../executor';
+import { LIMA_USAGE, runLima } from './lima';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -40,15 +41,16 @@ Usage:
   svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR] [--executor local|lima]
                 [--egress-profile local|production] [--egress-allow HOST:PORT]… [--async-workers N]
                 [--callback-retry-scale F]   (1 = production's callback retry schedule; 0.001 compresses it for QA)
+                [--terminal | --no-terminal]  (the GUI's Terminal page; default: on when listening on loopback only)
   svc-emu tenant list
   svc-emu tenant create NAME
   svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
   svc-emu key create --tenant NAME
   svc-emu doctor
-  svc-emu lima template          (macOS: the VM snippets run in; \`limactl create --name svc-emu -\`)
+${LIMA_USAGE}
 ${CLIENT_USAGE}
 
-Every command takes --data-dir DIR (default ./.svc-emu) and --json.
+Every command takes --data-dir DIR (default $SVC_EMU_DATA_DIR, set in the GUI's terminals, else ./.svc-emu) and --json.
 Operator commands go through the running emulator when one owns the data dir, else edit its files.
 invoke, logs and deploy need the emulator running on the data dir, and act as its local tenant over /v1.
 invoke prints the output (its run on stderr) and exits 1 on a failed outcome; with --json, the invocation record.
@@ -69,6 +71,9 @@ const OPTIONS = {
   'egress-allow': { type: 'string', multiple: true },
   'async-workers': { type: 'string' },
   'callback-retry-scale': { type: 'string' },
+  limactl: { type: 'string' },
+  terminal: { type: 'boolean' },
+  'no-terminal': { type: 'boolean' },
   tenant: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-memory-mb': { type: 'string' },
@@ -93,7 +98,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
     (values.help ? io.stdout : io.stderr)(USAGE);
     return values.help ? 0 : 2;
   }
-  const dataDir = resolve(io.cwd, values['data-dir'] ?? '.svc-emu');
+  const dataDir = resolve(io.cwd, values['data-dir'] ?? (process.env.SVC_EMU_DATA_DIR || '.svc-emu'));
   const out: Out = (human, json) => io.stdout(values.json ? JSON.stringify(json) + '\n' : human);
   try {
     const [cmd, sub, ...rest] = positionals;
@@ -102,13 +107,8 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       case 'serve':
         expectArgs(positionals, 1);
         return await serve(values, dataDir, io);
-      case 'lima': {
-        if (sub !== 'template' || rest.length) throw new UsageError('usage: svc-emu lima template');
-        const root = projectRoot();
-        if (!root) throw new UsageError('cannot find the project checkout (executor/runtimes)');
-        io.stdout(limaTemplate({ projectRoot: root }));
-        return 0;
-      }
+      case 'lima':
+        return await runLima(positionals.slice(1), { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() }, io);
       case 'doctor': {
         expectArgs(positionals, 1);
         const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot() });
@@ -230,7 +230,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: must be 0–65535, got '${values.port}'`);
   const host = values.host ?? '127.0.0.1';
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.\n`);
+    io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.${values.terminal ? ' The Terminal page is on (--terminal): a shell for anyone with the admin token.' : ' The Terminal page is off (--terminal turns it on).'}\n`);
   }
   const root = projectRoot();
   const executor = values.executor ?? (process.platform === 'darwin' && onPath('limactl') ? 'lima' : 'local');
@@ -246,13 +246,17 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   if (!Number.isInteger(asyncWorkers) || asyncWorkers < 1 || asyncWorkers > 256) throw new UsageError(`--async-workers: 1–256, got '${values['async-workers']}'`);
   const retryScale = values['callback-retry-scale'] === undefined ? 1 : Number(values['callback-retry-scale']);
   if (!(retryScale >= 0 && retryScale <= 1)) throw new UsageError(`--callback-retry-scale: a number from 0 to 1, got '${values['callback-retry-scale']}'`);
+  if (values.terminal && values['no-terminal']) throw new UsageError('--terminal and --no-terminal: choose one');
+  const terminal = values.terminal ? true : values['no-terminal'] ? false : undefined;
   const emu = await startEmulator({
     logger: jsonLogger(io.stderr),
     egressProfile,
     egressAllow,
     asyncWorkers,
     callbackRetryScale: retryScale,
-    executorAgent: executor === 'lima' && root ? limaAgentArgv({ projectRoot: root }) : null,
+    terminal,
+    executorAgent: executor === 'lima' && root ? limaAgentArgv({ projectRoot: root, limactl: values.limactl && resolve(io.cwd, values.limactl) }) : null,
+    ...(values.limactl ? { limactl: resolve(io.cwd, values.limactl) } : {}),
     dataDir,
     port,
     host,

@@ -42,6 +42,11 @@ export class SseBody {
     this.write(formatEvent(e));
   }
 
+  /** Any other named event (e.g. a terminal's `output` and `exit`). */
+  sendFrame(event: string, data: unknown, id?: number): void {
+    this.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
   end(): void {
     clearInterval(this.timer);
     if (!this.stream.writableEnded) this.stream.end();

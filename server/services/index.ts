@@ -16,7 +16,9 @@ import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
 import type { Logger } from '../logger';
 import type { Executor } from '../../executor';
+import { LimaManager } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
+import type { TerminalAccess } from '../terminal/sessions';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {
@@ -50,6 +52,15 @@ export interface Services {
   facts: EmulatorFacts;
   /** The watched workspace (null when the core runs without one). Set once the loader has started. */
   workspace: { status(): WorkspaceView } | null;
+  /** The executor VM of macOS (`/_emu/vm`): its status and create/start/stop. Set by startEmulator. */
+  vm: LimaManager;
+  /**
+   * Connects the executor to the VM's agent now (a VM started outside the app); throws why it could not.
+   * Null when snippets run on this host. Set by startEmulator.
+   */
+  connectAgent: (() => Promise<void>) | null;
+  /** The GUI's terminals (`/_emu/terminals`), or why they are off. Set by startEmulator. */
+  terminals: TerminalAccess;
 }
 
 export interface ServiceOptions {
@@ -117,5 +128,8 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
     executor: opts.executor,
     facts,
     workspace: null,
+    vm: new LimaManager({ limactl: null, projectRoot: null, hostBackend: opts.executor.info.backend }),
+    connectAgent: null,
+    terminals: { sessions: null, disabled: 'terminals are not set up on this core' },
   };
 }

@@ -6,6 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { allRoutes } from '../../server/api/routes';
 import { BUN_CODE, PY_CODE, expectProblem, newTenant, sleep } from './_util';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { PROJECT_ROOT, tempDir } from '../helpers/core';
+import { agentInFakeVm, fakeLimactl } from '../helpers/fake-limactl';
 
 let core: TestCore;
 beforeAll(async () => {
@@ -1096,17 +1100,78 @@ describe('the egress inspector and fault rules (the HTTP surface; behaviour in e
   });
 });
 
+describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
+  const admin = () => ({ key: core.admin });
+  it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {
+    const open = await core.call('POST', '/_emu/terminals', { cols: 90, rows: 20 }, admin());
+    expect(open.status, open.text).toBe(201);
+    const id = open.json.id as string;
+    expect((await core.call('GET', `/_emu/terminals/${id}`, undefined, admin())).json).toMatchObject({ id, target: 'workspace', cols: 90, rows: 20 });
+    expect((await core.call('POST', `/_emu/terminals/${id}/resize`, { cols: 100, rows: 30 }, admin())).status).toBe(204);
+    expect((await core.call('POST', `/_emu/terminals/${id}/input`, { data: 'exit 3\n' }, admin())).status).toBe(204);
+    for (let i = 0; i < 200 && (await core.call('GET', `/_emu/terminals/${id}`, undefined, admin())).json.status === 'running'; i++) await sleep(50);
+    const output = await core.call('GET', `/_emu/terminals/${id}/output`, undefined, admin()); // exited: the scrollback and the exit, then the end
+    expect(output.status).toBe(200);
+    expect(output.text).toContain('event: exit\ndata: {"exit_code":3,"signal":null}');
+    expect((await core.call('GET', '/_emu/terminals', undefined, admin())).json.data.map((t: { id: string }) => t.id)).toContain(id);
+    expect((await core.call('DELETE', `/_emu/terminals/${id}`, undefined, admin())).status).toBe(204);
+    expectProblem(await core.call('GET', '/_emu/terminals'), 401, 'unauthenticated');
+  });
+});
+
+/** `METHOD /route` of every request a core answered with a 2xx, as its /metrics counted. */
+async function served2xx(c: TestCore): Promise<string[]> {
+  const m = await c.call('GET', '/metrics');
+  return m.text
+    .split('\n')
+    .map((l) => /^svc_emu_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\}/.exec(l))
+    .filter((x): x is RegExpExecArray => x !== null)
+    .map((x) => `${x[1]} ${x[2]}`);
+}
+
+/** What the VM core below served (it runs behind the fake VM's agent, so it has a core of its own). */
+const vmServed: string[] = [];
+
+describe('the executor VM (a second core behind a fake limactl; behaviour in test/server/vm-*.test.ts)', () => {
+  it('status, create, start (the core connects), connect, stop', async () => {
+    const fake = await fakeLimactl();
+    const bunBin = (JSON.parse(readFileSync(join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json'), 'utf8')) as { bun: { bin: string } }).bun.bin;
+    const vmCore = await startTestCore({
+      config: { limactl: fake.path, projectRoot: PROJECT_ROOT, executorAgent: agentInFakeVm(fake, { projectRoot: PROJECT_ROOT, bunBin, workDir: await tempDir('svc-emu-agent-') }) },
+    });
+    try {
+      const admin = { key: vmCore.admin };
+      const settle = async () => {
+        for (let i = 0; i < 400; i++) {
+          const op = (await vmCore.call('GET', '/_emu/vm', undefined, admin)).json.operation;
+          if (op?.state !== 'running') return op;
+          await sleep(50);
+        }
+        throw new Error('the VM operation never ended');
+      };
+      expect((await vmCore.call('GET', '/_emu/vm', undefined, admin)).json.vm.status).toBe('missing');
+      for (const action of ['create', 'start']) {
+        expect((await vmCore.call('POST', `/_emu/vm/${action}`, undefined, admin)).status).toBe(202);
+        expect((await settle()).state).toBe('succeeded');
+      }
+      const connect = await vmCore.call('POST', '/_emu/vm/connect', undefined, admin);
+      expect(connect.status, connect.text).toBe(200);
+      expect(connect.json.transport).toMatch(/^agent: /);
+      expect((await vmCore.call('POST', '/_emu/vm/stop', undefined, admin)).status).toBe(202);
+      expect((await settle()).state).toBe('succeeded');
+      expectProblem(await vmCore.call('POST', '/_emu/vm/connect', undefined, admin), 502, 'agent_unreachable');
+      vmServed.push(...(await served2xx(vmCore)));
+    } finally {
+      await vmCore.stop();
+      await fake.remove();
+    }
+  }, 60_000);
+});
+
 describe('coverage', () => {
   // Runs last: every declared route was driven to a success by the tests above, as /metrics counted.
   it('every declared route answered a 2xx in this file', async () => {
-    const m = await core.call('GET', '/metrics');
-    const served = new Set(
-      m.text
-        .split('\n')
-        .map((l) => /^svc_emu_http_requests_total\{method="(\w+)",route="([^"]+)",status="2\d\d"\}/.exec(l))
-        .filter((x): x is RegExpExecArray => x !== null)
-        .map((x) => `${x[1]} ${x[2]}`),
-    );
+    const served = new Set([...(await served2xx(core)), ...vmServed]);
     const missing = allRoutes.map((r) => `${r.method.toUpperCase()} ${r.path}`).filter((r) => !served.has(r));
     expect(missing).toEqual([]);
     expect(served.has('GET /metrics')).toBe(true);

@@ -11,6 +11,7 @@ import { Secrets } from './secrets';
 import { Store } from './store';
 import { Inbox } from './inbox';
 import { Egress } from './egress';
+import { Terminal } from './terminal';
 import { Tenants } from './tenants';
 import { Parity } from './parity';
 
@@ -32,6 +33,7 @@ export const PAGES: PageDef[] = [
   { page: 'store', nav: 'Store', component: Store },
   { page: 'inbox', nav: 'Callback inbox', component: Inbox },
   { page: 'egress', nav: 'Egress', component: Egress },
+  { page: 'terminal', nav: 'Terminal', component: Terminal },
   { page: 'tenants', nav: 'Tenants and caps', component: Tenants },
   { page: 'parity', nav: 'Parity status', component: Parity },
 ];
