@@ -2,7 +2,7 @@
 // pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
 // Keyboard: a "Skip to content" link first, focus on the new page's h1 after every page switch, `g`
 // shortcuts and a `?` overlay (ui/shortcuts.tsx). Narrow windows get a top bar with a menu button.
-import { StrictMode, useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { StrictMode, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import './styles.css'; // first: the pages' own CSS, imported below, wins ties with the shell's
 import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
@@ -172,7 +172,9 @@ function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
         </nav>
         <main className="content" id="content" ref={main} tabIndex={-1}>
           {Page ? (
-            <Page key={pageKey} params={route.params} />
+            <Suspense fallback={<Loading />}>
+              <Page key={pageKey} params={route.params} />
+            </Suspense>
           ) : (
             <EmptyState title="No such page">
               <a href={href()}>Back to the overview</a>

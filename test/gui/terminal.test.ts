@@ -103,6 +103,16 @@ describe.skipIf(!!skipReason)('the Terminal page', () => {
     await p.page.keyboard.type('echo back-$((40+2))\n');
     await shows(p, /^back-42$/m, 'input after coming back');
 
+    // Keyboard: Tab stays in the shell (completion), Shift+Escape leaves it for the tab strip.
+    const focusInTerminal = () => p.page.evaluate(() => !!document.activeElement?.closest('.term-screen'));
+    await p.page.keyboard.press('Tab');
+    expect(await focusInTerminal()).toBe(true);
+    await p.page.keyboard.press('Shift+Escape');
+    expect(await focusInTerminal()).toBe(false);
+    expect(await p.page.evaluate(() => document.activeElement?.getAttribute('role'))).toBe('tab');
+    await screen.click();
+    await p.page.keyboard.press('Control+U'); // the Tab typed above, gone from the line
+
     // Dark mode.
     await p.page.emulateMedia({ colorScheme: 'dark' });
     await shows(p, /^back-42$/m, 'the terminal in dark mode');

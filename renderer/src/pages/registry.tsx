@@ -1,6 +1,6 @@
 // Every page of the GUI: its route segment, its navigation label, and its component. A page lives in
 // its own file; adding one is a line here.
-import type { ComponentType } from 'react';
+import { lazy, type ComponentType } from 'react';
 import { Overview } from './overview';
 import { Snippets } from './snippets';
 import { SnippetPage } from './snippet';
@@ -11,9 +11,11 @@ import { Secrets } from './secrets';
 import { Store } from './store';
 import { Inbox } from './inbox';
 import { Egress } from './egress';
-import { Terminal } from './terminal';
 import { Tenants } from './tenants';
 import { Parity } from './parity';
+
+// xterm.js is a third of the GUI's code and only this page needs it: it loads when first opened.
+const Terminal = lazy(() => import('./terminal').then((m) => ({ default: m.Terminal })));
 
 export interface PageDef {
   page: string;

@@ -1,12 +1,14 @@
 // Code: the files of one version, read-only with line numbers, with a version picker and (for a
 // multi-file bundle) a file picker. Workspace snippets say where the file is, to edit it there.
-import { ReadOnlyCode } from '../ui/code-editor';
-import { useEffect, useState } from 'react';
+import { lazy, Suspense, useEffect, useState } from 'react';
 import { useApp } from '../context';
-import { EmptyState, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, Loading, Show, useLoad, when } from '../ui/kit';
 import { CopyButton } from '../ui/controls';
 import { folderPath, getVersion, getVersions, type Version } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
+
+// CodeMirror is a large part of the GUI's code: it loads with the first Code tab.
+const ReadOnlyCode = lazy(() => import('../ui/code-editor').then((m) => ({ default: m.ReadOnlyCode })));
 
 export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
   const { api } = useApp();
@@ -121,7 +123,9 @@ export function CodeView({ path, content, entry }: { path: string; content: stri
           {lines.length} line{lines.length === 1 ? '' : 's'}
         </span>
       </figcaption>
-      <ReadOnlyCode path={path} content={content} label={`${path}, read-only`} testid="code-view" />
+      <Suspense fallback={<Loading minHeight={120} />}>
+        <ReadOnlyCode path={path} content={content} label={`${path}, read-only`} testid="code-view" />
+      </Suspense>
     </figure>
   );
 }

@@ -23,11 +23,14 @@ export function TermView({
   autoFocus,
   onExit,
   onResize,
+  onLeave,
 }: {
   session: TerminalSession;
   label: string;
   autoFocus: boolean;
   onExit: (exit: TerminalExit) => void;
+  /** Shift+Escape in the terminal: focus goes back to the page (Tab itself belongs to the shell). */
+  onLeave: () => void;
   /** The pty took a new size. */
   onResize: (size: { cols: number; rows: number }) => void;
 }) {
@@ -37,8 +40,8 @@ export function TermView({
   const [problem, setProblem] = useState<unknown>(null);
   const [attempt, setAttempt] = useState(0);
   // What the effect reads once per connection, without reconnecting whenever the list is polled.
-  const latest = useRef({ session, onExit, onResize, autoFocus });
-  latest.current = { session, onExit, onResize, autoFocus };
+  const latest = useRef({ session, onExit, onResize, onLeave, autoFocus });
+  latest.current = { session, onExit, onResize, onLeave, autoFocus };
 
   useEffect(() => {
     const el = box.current;
@@ -65,6 +68,12 @@ export function TermView({
       term.options.disableStdin = true;
     }
     const typed = term.onData((data) => queue.push(data));
+    // Keyboard users are never trapped: Tab goes to the shell (completion), Shift+Escape leaves.
+    term.attachCustomKeyEventHandler((e) => {
+      if (e.key !== 'Escape' || !e.shiftKey) return true;
+      if (e.type === 'keydown') latest.current.onLeave();
+      return false;
+    });
 
     // The size: the box decides (fit addon); the pty is told once the size settles.
     let sent = { cols: initial.cols, rows: initial.rows };
@@ -157,7 +166,10 @@ export function TermView({
         </div>
       )}
       {problem !== null && <ProblemNotice error={problem} title={conn === 'lost' ? 'Why' : 'The terminal did not take that'} />}
-      <div ref={box} className="term-screen" data-testid="term-screen" data-conn={conn} role="group" aria-label={label} />
+      <div ref={box} className="term-screen" data-testid="term-screen" data-conn={conn} role="group" aria-label={label} aria-describedby="term-keys" />
+      <p className="term-keys muted" id="term-keys">
+        <kbd>Tab</kbd> completes in the shell · <kbd>Shift</kbd>+<kbd>Esc</kbd> leaves the terminal
+      </p>
     </div>
   );
 }

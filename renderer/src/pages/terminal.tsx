@@ -231,6 +231,7 @@ export function Terminal(_props: { params: string[] }) {
                 autoFocus={focusId === shown.id}
                 onExit={(exit) => onExit(shown.id, exit)}
                 onResize={(size) => onResize(shown.id, size)}
+                onLeave={() => tabs.current?.querySelector<HTMLElement>('[role="tab"][aria-selected="true"]')?.focus()}
               />
             </div>
           )}
