@@ -159,6 +159,12 @@ export function ShortcutsHelp({ open, onClose, shortcuts }: { open: boolean; onC
               </td>
               <td>Close this list or the menu</td>
             </tr>
+            <tr>
+              <td>
+                <kbd>Shift</kbd>+<kbd>Esc</kbd>
+              </td>
+              <td>Leave the terminal (Tab there belongs to the shell)</td>
+            </tr>
           </tbody>
         </table>
         <p className="help-note">Shortcuts wait while you type in a field, the code view or the terminal. Tab moves through the page; the first Tab offers “Skip to content”.</p>
