@@ -11,6 +11,7 @@ import { asyncBench } from './async';
 import { streamBench } from './stream';
 import { egressBench } from './egress';
 import { agentsBench } from './agents';
+import { guiBench } from './gui';
 import { ROOT } from './lib';
 
 const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = {
@@ -21,6 +22,7 @@ const suites: Record<string, (o: { iterations: number }) => Promise<unknown>> = 
   stream: (o) => streamBench({ iterations: Math.min(o.iterations, 500) }),
   egress: (o) => egressBench({ iterations: Math.min(o.iterations, 1000) }),
   agents: () => agentsBench({ warm: 30 }),
+  gui: () => guiBench({ loads: 20, keystrokes: 300 }),
 };
 
 async function main() {
