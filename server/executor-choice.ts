@@ -14,9 +14,11 @@ export function executorAgentFor(opts: {
   projectRoot: string | null;
   platform: NodeJS.Platform;
   path: string | undefined;
+  /** A limactl that is not on PATH (`--limactl`): Lima is then the default on macOS, and this one is used. */
+  limactl?: string;
 }): string[] | null {
-  const choice = opts.choice ?? (opts.platform === 'darwin' && onPath('limactl', opts.path) ? 'lima' : 'local');
-  return choice === 'lima' && opts.projectRoot ? limaAgentArgv({ projectRoot: opts.projectRoot }) : null;
+  const choice = opts.choice ?? (opts.platform === 'darwin' && (opts.limactl || onPath('limactl', opts.path)) ? 'lima' : 'local');
+  return choice === 'lima' && opts.projectRoot ? limaAgentArgv({ projectRoot: opts.projectRoot, limactl: opts.limactl }) : null;
 }
 
 function onPath(cmd: string, path: string | undefined): boolean {

@@ -13,7 +13,7 @@ import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
 import { jsonLogger } from '../logger';
-import { limaAgentArgv } from '../../executor';
+import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import type { TenantView } from '../services/tenants';
 
@@ -233,8 +233,9 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.${values.terminal ? ' The Terminal page is on (--terminal): a shell for anyone with the admin token.' : ' The Terminal page is off (--terminal turns it on).'}\n`);
   }
   const root = projectRoot();
-  const executor = values.executor ?? (process.platform === 'darwin' && onPath('limactl') ? 'lima' : 'local');
-  if (executor !== 'local' && executor !== 'lima') throw new UsageError(`--executor: local or lima, not '${executor}'`);
+  const executor = values.executor;
+  if (executor !== undefined && executor !== 'local' && executor !== 'lima') throw new UsageError(`--executor: local or lima, not '${executor}'`);
+  const limactl = values.limactl ? resolve(io.cwd, values.limactl) : undefined;
   const egressProfile = values['egress-profile'] ?? 'local';
   if (egressProfile !== 'local' && egressProfile !== 'production') throw new UsageError(`--egress-profile: local or production, not '${egressProfile}'`);
   const egressAllow = values['egress-allow'] ?? [];
@@ -255,8 +256,8 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     asyncWorkers,
     callbackRetryScale: retryScale,
     terminal,
-    executorAgent: executor === 'lima' && root ? limaAgentArgv({ projectRoot: root, limactl: values.limactl && resolve(io.cwd, values.limactl) }) : null,
-    ...(values.limactl ? { limactl: resolve(io.cwd, values.limactl) } : {}),
+    executorAgent: executorAgentFor({ choice: executor, projectRoot: root, platform: process.platform, path: process.env.PATH, limactl }),
+    ...(limactl ? { limactl } : {}),
     dataDir,
     port,
     host,
@@ -307,10 +308,6 @@ function projectRoot(): string | null {
     dir = dirname(dir);
   }
   return null;
-}
-
-function onPath(cmd: string): boolean {
-  return (process.env.PATH ?? '').split(':').some((dir) => dir && existsSync(join(dir, cmd)));
 }
 
 function electronPathFile(): string | undefined {
