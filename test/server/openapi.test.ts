@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildOpenApi } from '../../server/api/openapi';
+import { clientTypes } from '../../server/api/client-types';
 import { allRoutes } from '../../server/api/routes';
 import { EMULATOR_VERSION } from '../../server/version';
 
@@ -38,6 +39,13 @@ describe('docs/openapi.json', () => {
       readFileSync(checkedInPath, 'utf8'),
       'docs/openapi.json is not formatted as `npm run openapi` writes it: run `npm run openapi`',
     ).toBe(JSON.stringify(generated, null, 2) + '\n');
+  });
+
+  it('renderer/src/api-types.ts (the GUI types) is what `npm run openapi` generates from it', () => {
+    expect(
+      readFileSync(join(__dirname, '..', '..', 'renderer', 'src', 'api-types.ts'), 'utf8'),
+      'renderer/src/api-types.ts is out of date with the schemas: run `npm run openapi`',
+    ).toBe(clientTypes(generated as Parameters<typeof clientTypes>[0]));
   });
 
   it('carries the emulator version and is OpenAPI 3.1', () => {

@@ -6,27 +6,8 @@ import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
+import type { EgressEntry, FaultRule, NewFaultRule } from '../api-types';
 import './operator.css';
-
-interface EgressEntry {
-  id: number;
-  at: string;
-  source: 'snippet' | 'integration';
-  tenant: string | null;
-  invocation_id: string | null;
-  integration: string | null;
-  method: string;
-  host: string;
-  port: number;
-  path: string | null;
-  status: number | null;
-  bytes_out: number;
-  bytes_in: number;
-  duration_ms: number;
-  fault: string | null;
-  refused: string | null;
-  error: string | null;
-}
 
 interface EgressLog {
   profile: 'local' | 'production';
@@ -34,17 +15,7 @@ interface EgressLog {
   data: EgressEntry[];
 }
 
-type FaultAction = { type: 'latency'; ms: number } | { type: 'status'; status: number; body?: string } | { type: 'drop' } | { type: 'timeout' };
-
-interface FaultRule {
-  id: string;
-  host?: string;
-  integration?: string;
-  action: Record<string, unknown>;
-  times: number | null;
-  hits: number;
-  created_at: string;
-}
+type FaultAction = NewFaultRule['action'];
 
 const REFRESH_MS = 2000;
 

@@ -6,33 +6,8 @@ import { useApp } from '../context';
 import { href, navigate } from '../router';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, CopyButton, Field } from '../ui/controls';
+import type { InboxDelivery, InboxResponse, InboxSummary } from '../api-types';
 import './operator.css';
-
-interface InboxResponse {
-  status: number;
-  times: number | null;
-  retry_after_seconds: number | null;
-}
-
-interface InboxSummary {
-  name: string;
-  deliveries: number;
-  last_received_at: string | null;
-  response: InboxResponse;
-}
-
-interface InboxDelivery {
-  id: string;
-  received_at: string;
-  method: string;
-  query: string;
-  headers: Record<string, string>;
-  body: string;
-  body_truncated: boolean;
-  json?: unknown;
-  signature: { verified: boolean; tenant: string | null; timestamp_ok: boolean; reason: string | null };
-  answered: number;
-}
 
 interface InboxDetail {
   name: string;
@@ -56,8 +31,8 @@ function useEvery(ms: number, fn: () => void) {
 /** "Answers 200", "Answers 500 to the next 2 deliveries, then 200; Retry-After: 30 s". */
 function describeResponse(r: InboxResponse): string {
   let s = `Answers ${r.status}`;
-  if (r.times !== null) s += ` to the next ${r.times === 1 ? 'delivery' : `${r.times} deliveries`}, then 200`;
-  if (r.retry_after_seconds !== null && r.status >= 300) s += `; Retry-After: ${r.retry_after_seconds} s`;
+  if (r.times != null) s += ` to the next ${r.times === 1 ? 'delivery' : `${r.times} deliveries`}, then 200`;
+  if (r.retry_after_seconds != null && r.status >= 300) s += `; Retry-After: ${r.retry_after_seconds} s`;
   return s;
 }
 
@@ -148,7 +123,7 @@ function InboxList() {
                         <td className="op-nowrap">{when(i.last_received_at)}</td>
                         <td>
                           <span className={`op-pill ${statusClass(i.response.status)}`}>{i.response.status}</span>{' '}
-                          {i.response.times !== null && <span className="op-hint">next {i.response.times}, then 200</span>}
+                          {i.response.times != null && <span className="op-hint">next {i.response.times}, then 200</span>}
                         </td>
                       </tr>
                     ))}
@@ -276,8 +251,8 @@ function ResponseForm({ name, current, onSaved }: { name: string; current: Inbox
   const known = STATUSES.some(([s]) => s === current.status);
   const [choice, setChoice] = useState(known ? String(current.status) : 'other');
   const [other, setOther] = useState(known ? '' : String(current.status));
-  const [times, setTimes] = useState(current.times === null ? '' : String(current.times));
-  const [retryAfter, setRetryAfter] = useState(current.retry_after_seconds === null ? '' : String(current.retry_after_seconds));
+  const [times, setTimes] = useState(current.times == null ? '' : String(current.times));
+  const [retryAfter, setRetryAfter] = useState(current.retry_after_seconds == null ? '' : String(current.retry_after_seconds));
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
 
@@ -286,7 +261,7 @@ function ResponseForm({ name, current, onSaved }: { name: string; current: Inbox
   const statusProblem = /^\d{3}$/.test(statusText) && status >= 200 && status <= 599 ? null : 'A status from 200 to 599.';
   const timesProblem = times.trim() === '' || (/^\d+$/.test(times.trim()) && Number(times) >= 1) ? null : 'Empty, or 1 or more.';
   const retryProblem = retryAfter.trim() === '' || (/^\d+$/.test(retryAfter.trim()) && Number(retryAfter) <= 86400) ? null : '0 to 86400 seconds.';
-  const isDefault = current.status === 200 && current.times === null && current.retry_after_seconds === null;
+  const isDefault = current.status === 200 && current.times == null && current.retry_after_seconds == null;
 
   async function put(body: InboxResponse) {
     setBusy(true);

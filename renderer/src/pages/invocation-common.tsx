@@ -2,54 +2,14 @@
 // answers, formatting of times, durations and sizes, and a few small pieces.
 import { useEffect, useRef, useState, type RefObject } from 'react';
 import { ApiProblem } from '../api';
+import type { Callback, Invocation } from '../api-types';
 
-export type Mode = 'sync' | 'async' | 'stream';
-export type Status = 'queued' | 'running' | 'succeeded' | 'failed';
-
-export interface Usage {
-  duration_ms: number;
-  init_ms: number;
-  cpu_ms: number;
-  cpu_throttled_ms: number;
-  peak_memory_mb: number;
-}
-
-export interface Limits {
-  timeout_ms: number;
-  max_memory_mb: number;
-  max_cpu_percent: number;
-}
-
-export interface CallbackView {
-  url: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  webhook_id: string;
-  next_attempt_at: string | null;
-  last_attempt: { at: string; status_code: number | null; error: string | null } | null;
-}
-
-/** `GET /v1/invocations/{id}` (and each row of the list). */
-export interface Invocation {
-  id: string;
-  snippet: string;
-  version: number;
-  env: string | null;
-  mode: Mode;
-  status: Status;
-  outcome: string | null;
-  output?: unknown;
-  error: { code: string; message: string; stack?: string } | null;
-  usage: Usage | null;
-  limits: Limits;
-  parity: { status: 'full' | 'degraded'; reasons: string[] };
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  attempts: number;
-  callback: CallbackView | null;
-  parity_warnings: string[];
-}
+export type { Invocation };
+export type Mode = Invocation['mode'];
+export type Status = Invocation['status'];
+export type Usage = NonNullable<Invocation['usage']>;
+export type Limits = Invocation['limits'];
+export type CallbackView = NonNullable<Callback>;
 
 export interface Delivery {
   at: string;

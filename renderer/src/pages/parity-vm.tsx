@@ -4,30 +4,10 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { useApp } from '../context';
 import { ProblemNotice } from '../ui/kit';
+import type { VmOperation, VmStatus } from '../api-types';
 import './parity-vm.css';
 
-type Kind = 'create' | 'start' | 'stop';
-
-interface VmOperation {
-  kind: Kind;
-  state: 'running' | 'succeeded' | 'failed';
-  started_at: string;
-  finished_at?: string;
-  exit_code?: number | null;
-  error?: string;
-  log: string[];
-  log_total: number;
-}
-
-interface VmStatus {
-  available: boolean;
-  reason?: string;
-  limactl: string | null;
-  limactl_version?: string;
-  error?: string;
-  vm: { name: string; status: string; cpus?: number; memory?: number; disk?: number; arch?: string; vm_type?: string; dir?: string; message?: string; errors?: string[] };
-  operation: VmOperation | null;
-}
+type Kind = VmOperation['kind'];
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -68,6 +48,7 @@ function readStatus(body: unknown): VmStatus {
             finished_at: str(op.finished_at),
             exit_code: num(op.exit_code) ?? null,
             error: str(op.error),
+            command: Array.isArray(op.command) ? op.command.filter((c): c is string => typeof c === 'string') : [],
             log: Array.isArray(op.log) ? op.log.filter((l): l is string => typeof l === 'string') : [],
             log_total: num(op.log_total) ?? 0,
           }

@@ -5,18 +5,8 @@ import { useRef, useState, type FormEvent } from 'react';
 import { useApp } from '../context';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
+import type { SecretInfo, SecretPage } from '../api-types';
 import './operator.css';
-
-interface SecretInfo {
-  name: string;
-  created_at: string;
-  updated_at: string;
-}
-
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
 
 /** Why `name` is not a valid secret name, or null. The same rule as the core: `[A-Z_][A-Z0-9_]*`, not `SVC_…`. */
 export function secretNameProblem(name: string): string | null {
@@ -34,7 +24,7 @@ export function Secrets(_props: { params: string[] }) {
     let cursor: string | null = null;
     do {
       const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-      const page: Page<SecretInfo> = (await api.v1<Page<SecretInfo>>('GET', `/v1/secrets?limit=1000${q}`)).body;
+      const page = (await api.v1<SecretPage>('GET', `/v1/secrets?limit=1000${q}`)).body;
       all.push(...page.data);
       cursor = page.next_cursor;
     } while (cursor && all.length < 10_000);

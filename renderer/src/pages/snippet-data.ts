@@ -1,59 +1,12 @@
-// What the snippet pages read from the core: the shapes of /v1 snippets, versions, deployments,
-// environments, caps and invocations, and of /_emu/workspace, with the small fetch helpers they share.
+// What the snippet pages read from the core: the shapes of /v1 snippets, versions, deployments (from the
+// generated api-types.ts), of /_emu/workspace, and the small fetch helpers the pages share.
 import type { Api } from '../api';
+import type { Deployment, Environment, Invocation, Runtime, RuntimeLimits, Snippet, Version } from '../api-types';
 import { TOKEN_STORAGE_KEY } from '../session';
 
-export type Runtime = 'bun' | 'python';
-
-export interface Snippet {
-  id: string;
-  name: string;
-  runtime: Runtime;
-  description: string;
-  latest_version: number | null;
-  /** Environment name → deployed version. */
-  deployments: Record<string, number>;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface Limits {
-  timeout_ms: number;
-  max_memory_mb: number;
-  max_cpu_percent: number;
-}
-
-export interface Version extends Limits {
-  snippet: string;
-  snippet_id: string;
-  version: number;
-  runtime: Runtime;
-  entrypoint: string;
-  manifest: { path: string; size: number; sha256: string }[];
-  sha256: string;
-  size_bytes: number;
-  source: 'api' | 'workspace';
-  created_at: string;
-  /** Only on the single-version read. */
-  files?: Record<string, string>;
-}
-
-export interface Deployment {
-  env: string;
-  version: number | null;
-  previous_version: number | null;
-  deployed_at: string | null;
-}
-
-export interface Environment {
-  name: string;
-  builtin: boolean;
-  created_at: string;
-}
-
-export interface Caps extends Limits {
-  max_concurrency: number;
-}
+export type { Deployment, Environment, Invocation, Runtime, Snippet, Version };
+export type Limits = Pick<Version, 'timeout_ms' | 'max_memory_mb' | 'max_cpu_percent'>;
+export type Caps = RuntimeLimits;
 
 export interface FolderProblem {
   message: string;
@@ -80,21 +33,6 @@ export interface WorkspaceView {
   watching: boolean;
   polling?: boolean;
   folders: FolderStatus[];
-}
-
-export interface Invocation {
-  id: string;
-  snippet: string;
-  version: number;
-  env: string | null;
-  mode: 'sync' | 'async' | 'stream';
-  status: 'queued' | 'running' | 'succeeded' | 'failed';
-  outcome: string | null;
-  output?: unknown;
-  error: { code: string; message: string; stack?: string } | null;
-  usage: { duration_ms: number; init_ms: number; cpu_ms: number; cpu_throttled_ms: number; peak_memory_mb: number } | null;
-  created_at: string;
-  finished_at: string | null;
 }
 
 /** The three limits of a version, in the order the GUI shows them, with their units. */

@@ -5,26 +5,8 @@ import { ApiProblem } from '../api';
 import { useApp } from '../context';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
+import type { StoreEntry, StoreKeyInfo, StoreKeyPage } from '../api-types';
 import './operator.css';
-
-interface StoreKeyInfo {
-  key: string;
-  size: number;
-  expires_at: string | null;
-  updated_at: string;
-}
-
-interface StoreEntry {
-  key: string;
-  value: unknown;
-  expires_at: string | null;
-  updated_at: string;
-}
-
-interface Page<T> {
-  data: T[];
-  next_cursor: string | null;
-}
 
 const PAGE = 100;
 const KEY_RULE = /^[\x21-\x7e]{1,512}$/;
@@ -67,7 +49,7 @@ export function Store(_props: { params: string[] }) {
 
   const [first, reloadList] = useLoad(async () => {
     setMore(null);
-    return (await api.v1<Page<StoreKeyInfo>>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}`)).body;
+    return (await api.v1<StoreKeyPage>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}`)).body;
   }, [api, prefix]);
 
   const [detail, reloadDetail] = useLoad(async () => {
@@ -83,7 +65,7 @@ export function Store(_props: { params: string[] }) {
   async function loadMore(cursor: string) {
     setLoadingMore(true);
     try {
-      const page = (await api.v1<Page<StoreKeyInfo>>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}&cursor=${encodeURIComponent(cursor)}`)).body;
+      const page = (await api.v1<StoreKeyPage>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}&cursor=${encodeURIComponent(cursor)}`)).body;
       setMore((m) => ({ keys: [...(m?.keys ?? []), ...page.data], cursor: page.next_cursor }));
     } catch (err) {
       setError(err);

@@ -1,24 +1,10 @@
 // What `/_emu/terminals` answers, and how an ending is said.
 
-export type TerminalTarget = 'workspace' | 'vm';
+import type { Terminal } from '../api-types';
 
-export interface TerminalExit {
-  exit_code: number | null;
-  signal: string | null;
-}
-
-export interface TerminalSession extends TerminalExit {
-  id: string;
-  target: TerminalTarget;
-  shell: string;
-  cwd: string;
-  pid: number;
-  cols: number;
-  rows: number;
-  status: 'running' | 'exited';
-  created_at: string;
-  exited_at: string | null;
-}
+export type TerminalSession = Terminal;
+export type TerminalTarget = Terminal['target'];
+export type TerminalExit = Pick<Terminal, 'exit_code' | 'signal'>;
 
 export interface Availability {
   available: boolean;
