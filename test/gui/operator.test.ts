@@ -5,7 +5,7 @@
 import { createHmac } from 'node:crypto';
 import type { Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { shownText, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[operator.test] SKIPPING the operator page tests: ${skipReason}\n`);
 
@@ -33,16 +33,8 @@ async function api(method: string, path: string, body?: unknown, admin = false) 
   return res.json;
 }
 
-/** Waits for `locator` and returns its text; on a timeout says what the page shows instead. */
-async function text(locator: Locator, what: string): Promise<string> {
-  try {
-    await locator.first().waitFor({ state: 'visible' });
-  } catch (err) {
-    const body = await p.page.locator('body').innerText({ timeout: 1000 }).catch(() => '<unreadable>');
-    throw new Error(`${what} never appeared (${(err as Error).message.split('\n')[0]})\npage: ${JSON.stringify(body.slice(0, 2000))}\nerrors: ${JSON.stringify(p.errors)}`);
-  }
-  return locator.first().innerText();
-}
+/** The text of `locator` once shown on the page under test. */
+const text = (locator: Locator, what: string) => shownText(p, locator, what);
 
 /** A delivery signed the way the service signs callbacks (Standard Webhooks, the tenant's secret). */
 async function signedDelivery(inbox: string, payload: unknown) {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../helpers/core';
-import { skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { shownText as text, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[snippets.test] SKIPPING the snippet page tests: ${skipReason}\n`);
 
@@ -34,16 +34,6 @@ async function api(method: string, path: string, body?: unknown) {
 const answered = (status: number) => `console: Failed to load resource: the server responded with a status of ${status}`;
 const unexpected = (errors: string[], ...statuses: number[]) => errors.filter((e) => !statuses.some((s) => e.startsWith(answered(s))));
 
-/** Waits for `locator` and returns its text; on a timeout says what the page shows instead. */
-async function text(p: GuiPage, locator: Locator, what: string): Promise<string> {
-  try {
-    await locator.first().waitFor({ state: 'visible' });
-  } catch (err) {
-    const body = await p.page.locator('body').innerText({ timeout: 1000 }).catch(() => '<unreadable>');
-    throw new Error(`${what} never appeared (${(err as Error).message.split('\n')[0]})\npage: ${JSON.stringify(body.slice(0, 2000))}\nerrors: ${JSON.stringify(p.errors)}`);
-  }
-  return locator.first().innerText();
-}
 
 describe.skipIf(!!skipReason)('snippet pages', () => {
   beforeAll(async () => {

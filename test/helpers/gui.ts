@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { PROJECT_ROOT, startTestCore, type TestCore } from './core';
 import type { EmulatorConfig } from '../../server';
 
@@ -85,4 +85,15 @@ export async function until<T>(what: string, fn: () => Promise<T | null | undefi
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Waits for `locator` and returns its text; on a timeout says what the page shows instead. */
+export async function shownText(p: GuiPage, locator: Locator, what: string): Promise<string> {
+  try {
+    await locator.first().waitFor({ state: 'visible' });
+  } catch (err) {
+    const body = await p.page.locator('body').innerText({ timeout: 1000 }).catch(() => '<unreadable>');
+    throw new Error(`${what} never appeared (${(err as Error).message.split('\n')[0]})\npage: ${JSON.stringify(body.slice(0, 2000))}\nerrors: ${JSON.stringify(p.errors)}`);
+  }
+  return locator.first().innerText();
 }
