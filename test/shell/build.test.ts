@@ -1,7 +1,7 @@
 // What setup builds: the Electron bundles and the CLI bundle exist, have the right module formats, and
 // the main bundle runs under plain Node with `electron` stubbed (catches bundling regressions, e.g. an
 // ESM-only dependency left external in the CJS bundle, without the Electron binary).
-import { mkdtempSync, readFileSync, rmSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, existsSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +33,18 @@ describe.skipIf(!coreReady)('build outputs', () => {
     for (const esmOnly of ['lowdb', 'chokidar']) expect(main, esmOnly).not.toMatch(new RegExp(`require\\(["']${esmOnly}["']\\)`));
     const html = readFileSync(join(ROOT, 'out/renderer/index.html'), 'utf8');
     expect(html).toMatch(/src="\.\/assets\/[^"]+\.js"/); // base './': works from file:// and from the core
+  });
+
+  it('loads xterm.js and CodeMirror only with the pages that need them, not at start', () => {
+    const html = readFileSync(join(ROOT, 'out/renderer/index.html'), 'utf8');
+    const entry = /src="\.\/assets\/([^"]+\.js)"/.exec(html)![1]!;
+    const assets = join(ROOT, 'out/renderer/assets');
+    const atStart = readFileSync(join(assets, entry), 'utf8');
+    const lazy = readdirSync(assets).filter((f) => f.endsWith('.js') && f !== entry).map((f) => readFileSync(join(assets, f), 'utf8'));
+    for (const marker of ['xterm-helper-textarea', 'cm-activeLineGutter']) {
+      expect(atStart.includes(marker), `${marker} in the first bundle`).toBe(false);
+      expect(lazy.some((code) => code.includes(marker)), `${marker} in a chunk loaded on demand`).toBe(true);
+    }
   });
 
   it('the main bundle runs under plain Node with electron stubbed: core up, secure window, clean quit', async () => {
