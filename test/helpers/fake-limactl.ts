@@ -2,7 +2,7 @@
  * A fake `limactl` for tests (test/fixtures/fake-limactl.mjs), copied into its own temp dir and made
  * executable, with its state file beside it: the one fake allowed at the Lima edge (no macOS here).
  */
-import { chmod, copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,16 +32,24 @@ export async function fakeLimactl(): Promise<FakeLimactl> {
   await copyFile(join(__dirname, '..', 'fixtures', 'fake-limactl.mjs'), path);
   await chmod(path, 0o755);
   const statePath = join(dir, 'fake-limactl.state.json');
-  const state = async (): Promise<FakeLimaState> =>
-    existsSync(statePath)
-      ? { instances: {}, templates: {}, calls: [], fail: {}, garbage: false, ...(JSON.parse(await readFile(statePath, 'utf8')) as Partial<FakeLimaState>) }
-      : { instances: {}, templates: {}, calls: [], fail: {}, garbage: false };
+  const callsPath = `${statePath}.calls.jsonl`;
+  const state = async (): Promise<FakeLimaState> => ({
+    instances: {},
+    templates: {},
+    fail: {},
+    garbage: false,
+    ...(existsSync(statePath) ? (JSON.parse(await readFile(statePath, 'utf8')) as Partial<FakeLimaState>) : {}),
+    calls: existsSync(callsPath) ? (await readFile(callsPath, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as string[]) : [],
+  });
   return {
     path,
     dir,
     state,
     async patch(patch) {
-      await writeFile(statePath, JSON.stringify({ ...(await state()), ...patch }));
+      const { calls: _calls, ...current } = await state();
+      // Atomically, as the fake itself writes: a `list` running now never reads half a file.
+      await writeFile(`${statePath}.patch.tmp`, JSON.stringify({ ...current, ...patch }));
+      await rename(`${statePath}.patch.tmp`, statePath);
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
