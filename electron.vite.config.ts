@@ -3,6 +3,7 @@
 import { resolve } from 'node:path';
 import react from '@vitejs/plugin-react';
 import { defineConfig } from 'electron-vite';
+import { CSP_NONCE_PLACEHOLDER } from './server/http/csp';
 
 const root = process.cwd();
 
@@ -36,6 +37,9 @@ export default defineConfig({
     root: resolve(root, 'renderer'),
     base: './',
     plugins: [react()],
+    // A placeholder the core replaces with a fresh nonce per index.html (server/http/csp.ts): Vite stamps it
+    // on its tags and writes <meta property="csp-nonce">, which renderer/src/csp-nonce.ts reads.
+    html: { cspNonce: CSP_NONCE_PLACEHOLDER },
     build: {
       outDir: resolve(root, 'out/renderer'),
       // The same GUI is served by the core to ordinary browsers (headless mode), not only to Electron's

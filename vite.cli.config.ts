@@ -24,10 +24,7 @@ export default defineConfig({
     sourcemap: true,
     reportCompressedSize: false,
     rolldownOptions: {
-      external: [
-        ...builtinModules.flatMap((m) => [m, `node:${m}`]),
-        ...deps.map((d) => new RegExp(`^${escape(d)}(/.*)?$`)),
-      ],
+      external: [...builtinModules.flatMap((m) => [m, `node:${m}`]), ...deps.map((d) => new RegExp(`^${escape(d)}(/.*)?$`))],
       // Chunks sit beside the entry, so paths a module computes from import.meta.url mean the same in all.
       output: { format: 'es', entryFileNames: 'svc-emu.mjs', chunkFileNames: '[name]-[hash].mjs' },
     },

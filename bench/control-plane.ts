@@ -29,13 +29,17 @@ export async function controlPlane(opts: { iterations: number }) {
     });
     const created = await call('POST', '/v1/snippets', { name: 'bench', runtime: 'bun' });
     if (created.status !== 201) throw new Error(`create snippet: ${created.status} ${created.body}`);
-    const versions = await timeEach(Math.min(opts.iterations, 500), async (i) => {
-      const r = await call('POST', '/v1/snippets/bench/versions', {
-        code: `export default async function handler(input) { return { i: ${i}, input }; }\n`,
-        max_memory_mb: 128,
-      });
-      if (r.status !== 201) throw new Error(`create version: ${r.status} ${r.body}`);
-    }, 20);
+    const versions = await timeEach(
+      Math.min(opts.iterations, 500),
+      async (i) => {
+        const r = await call('POST', '/v1/snippets/bench/versions', {
+          code: `export default async function handler(input) { return { i: ${i}, input }; }\n`,
+          max_memory_mb: 128,
+        });
+        if (r.status !== 201) throw new Error(`create version: ${r.status} ${r.body}`);
+      },
+      20,
+    );
     const loadedRss = rssMb(firstStart.child.pid!);
     await firstStart.stop();
 

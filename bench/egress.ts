@@ -17,13 +17,19 @@ export async function egressBench(opts: { iterations: number }) {
   const upstream = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' }).end('ok'));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const port = (upstream.address() as AddressInfo).port;
-  const egress = new EgressService({ profile: 'local', allow: [] }, () => new Date(), () => null);
+  const egress = new EgressService(
+    { profile: 'local', allow: [] },
+    () => new Date(),
+    () => null,
+  );
   const proxy = new EgressProxy(egress, join(dir, 'egress.sock'));
   await proxy.listen();
   const agent = new Agent({ keepAlive: true });
   const direct = () =>
     new Promise<void>((resolve, reject) => {
-      httpRequest({ agent, host: '127.0.0.1', port, path: '/' }, (res) => res.resume().on('end', resolve)).on('error', reject).end();
+      httpRequest({ agent, host: '127.0.0.1', port, path: '/' }, (res) => res.resume().on('end', resolve))
+        .on('error', reject)
+        .end();
     });
   const viaProxy = () =>
     new Promise<void>((resolve, reject) => {

@@ -1,9 +1,10 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium } from 'playwright-core';
+import { createClient } from '../contract/client';
+import { operations as ops } from '../contract';
 import { client, ROOT, serveCore, stats } from './lib';
 
 /**
@@ -77,16 +78,19 @@ async function terminalEcho(url: string, token: string, n: number) {
   if (created.status !== 201) return { skipped: `POST /_emu/terminals answered ${created.status}: ${created.body}` };
   const id = (JSON.parse(created.body) as { id: string }).id;
   let seen = '';
-  let wake: (() => void) | null = null;
-  const u = new URL(url);
-  const req = httpRequest({ host: u.hostname, port: u.port, path: `/_emu/terminals/${id}/output`, headers: { authorization: `Bearer ${token}` } }, (res) => {
-    res.setEncoding('utf8');
-    res.on('data', (text: string) => {
-      for (const m of text.matchAll(/^data: (.*)$/gm)) seen += (JSON.parse(m[1]!) as { data?: string }).data ?? '';
-      wake?.();
-    });
+  let wake = null as (() => void) | null;
+  // The output's events through the one client, read in the background until the bench aborts them.
+  const ac = new AbortController();
+  const output = await createClient({ baseUrl: url, adminToken: token }).stream(ops.emuTerminalOutput, {
+    params: { id },
+    signal: ac.signal,
   });
-  req.end();
+  const reading = (async () => {
+    for await (const e of output) {
+      if (e.event === 'output') seen += (e.data as { data?: string }).data ?? '';
+      wake?.();
+    }
+  })().catch(() => undefined);
   const until = async (pred: () => boolean) => {
     while (!pred()) await new Promise<void>((r) => (wake = r));
   };
@@ -101,7 +105,8 @@ async function terminalEcho(url: string, token: string, n: number) {
     await until(() => seen.slice(before).includes('x'));
     if (i >= 20) samples.push(performance.now() - t0); // the first 20 warm up
   }
-  req.destroy();
+  ac.abort();
+  await reading;
   await admin('DELETE', `/_emu/terminals/${id}`);
   return stats(samples);
 }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { request as httpRequest, Agent } from 'node:http';
+import { createClient } from '../contract/client';
 
 export const ROOT = join(__dirname, '..');
 
@@ -29,35 +29,21 @@ export function stats(samples: number[]): Stats {
   };
 }
 
-/** A keep-alive HTTP client over loopback: what a real client of the emulator does. */
+/**
+ * The one client (contract/client.ts) over loopback, by method and path: what a real client of the emulator
+ * does (fetch keeps connections alive). `key` is the bearer credential (a tenant key or the admin token).
+ */
 export function client(base: string, key?: string) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-  const url = new URL(base);
-  return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> =>
-    new Promise((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const req = httpRequest(
-        {
-          agent,
-          host: url.hostname,
-          port: url.port,
-          method,
-          path,
-          headers: {
-            ...(key ? { authorization: `Bearer ${key}` } : {}),
-            ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
-            ...headers,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
+  const c = createClient({ baseUrl: base });
+  return async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: string }> => {
+    const r = await c.sendPath(method, path, { credential: key ?? null, body, headers });
+    return { status: r.status, body: r.text };
+  };
 }
 
 export async function timeEach(n: number, fn: (i: number) => Promise<void>, warmup = Math.min(50, n)): Promise<number[]> {
@@ -80,14 +66,32 @@ export interface ServedCore {
   stop(): Promise<void>;
 }
 
-/** Starts the built headless core (`svc-emu serve`) as a real process, as a user would. */
-export async function serveCore(dataDir: string): Promise<ServedCore> {
+/**
+ * Starts the built headless core (`svc-emu serve`) as a real process, as a user would. `nodeFlags` go to
+ * node itself (the soak suite's `--expose-gc`, for /_emu/memory?gc=1; the profile's `--cpu-prof`), `args`
+ * to `svc-emu serve` (`--workspace DIR`).
+ */
+export async function serveCore(dataDir: string, opts: { nodeFlags?: string[]; args?: string[] } = {}): Promise<ServedCore> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'svc-emu.mjs'), 'serve', '--port', '0', '--json', '--data-dir', dataDir], {
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(opts.nodeFlags ?? []),
+      join(ROOT, 'bin', 'svc-emu.mjs'),
+      'serve',
+      '--port',
+      '0',
+      '--json',
+      '--data-dir',
+      dataDir,
+      ...(opts.args ?? []),
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
+    const rl = createInterface({ input: child.stdout });
     rl.once('line', resolve);
     child.once('exit', (code) => reject(new Error(`svc-emu serve exited with ${code}`)));
   });

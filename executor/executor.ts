@@ -1,10 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { LogBuffer } from './log-buffer';
 import type { Sandbox, SandboxHost } from './sandbox-host';
 import type { UsageSample } from './limits/types';
 import { MemoryWatchdog } from './limits/watchdog';
 import type {
-  ExecutionResult, Executor, ExecutorEvents, ExecutorInfo, ExecutorJob, Outcome, RetireFilter, TimelinePoint,
+  ExecutionResult,
+  Executor,
+  ExecutorEvents,
+  ExecutorInfo,
+  ExecutorJob,
+  Outcome,
+  PrewarmJob,
+  PrewarmResult,
+  RetireFilter,
+  TimelinePoint,
 } from './types';
 
 export interface ExecutorOptions {
@@ -51,6 +61,11 @@ export class PooledExecutor implements Executor {
   private readonly retiring = new WeakSet<Sandbox>();
   /** The CPU quota each sandbox has now (set after init; re-set only when a run asks for another). */
   private readonly cpuQuota = new WeakMap<Sandbox, number>();
+  /** Prewarms under way, by pool key: a run of that key waits for its sandbox; a retire marks them to go. */
+  private readonly warming = new Map<
+    string,
+    { tenantId: string; snippetId: string; version: number; retired: boolean; done: Promise<void> }
+  >();
   private created = 0;
   private reused = 0;
   private closed = false;
@@ -80,7 +95,7 @@ export class PooledExecutor implements Executor {
     return { idle: this.idle.length, busy: this.busy.size, created: this.created, reused: this.reused, ...(spares ? { spares } : {}) };
   }
 
-  private keyOf(job: ExecutorJob) {
+  private keyOf(job: PrewarmJob) {
     return `${job.tenantId}:${job.snippetId}:${job.version}:${job.bundle.sha256}:${job.limits.max_memory_mb}`;
   }
 
@@ -92,24 +107,37 @@ export class PooledExecutor implements Executor {
       this.reused++;
       return { sandbox: entry!.sandbox, warm: true };
     }
+    const starting = this.warming.get(key);
+    if (starting) {
+      // Its prewarm is under way: take that sandbox (this run waited for its start, so it is not warm).
+      await starting.done;
+      const j = this.idle.findIndex((e) => e.key === key);
+      if (j >= 0) return { sandbox: this.idle.splice(j, 1)[0]!.sandbox, warm: false };
+    }
+    return { sandbox: await this.startSandbox(job, job.invocationId), warm: false };
+  }
+
+  /** A new sandbox for a job's version (its bundle materialised first), in a limit group named after `id`. */
+  private async startSandbox(job: PrewarmJob, id: string): Promise<Sandbox> {
     const { host } = this.opts;
     if (!(await host.hasBundle(job.bundle.sha256))) {
       await host.materialize(job.bundle.sha256, job.bundle.entrypoint, await job.bundle.load());
     }
     const sandbox = await host.create({
-      id: `${job.invocationId}`,
+      id,
       runtime: job.runtime,
       bundleSha: job.bundle.sha256,
       entrypoint: job.bundle.entrypoint,
       memoryMb: job.limits.max_memory_mb,
       pidsMax: this.opts.pidsMax ?? 256,
       tmpSizeMb: this.opts.tmpSizeMb ?? 64,
+      cpuPercent: job.limits.max_cpu_percent,
     });
     this.created++;
-    return { sandbox, warm: false };
+    return sandbox;
   }
 
-  private release(job: ExecutorJob, sandbox: Sandbox) {
+  private release(job: PrewarmJob, sandbox: Sandbox) {
     if (this.closed || this.retiring.has(sandbox)) return void sandbox.destroy();
     this.idle.push({
       sandbox,
@@ -141,12 +169,57 @@ export class PooledExecutor implements Executor {
     const match = (e: PoolEntry) =>
       (filter.tenantId === undefined || e.tenantId === filter.tenantId) &&
       (filter.snippetId === undefined || e.snippetId === filter.snippetId) &&
-      (filter.keepVersions === undefined || !filter.keepVersions.includes(e.version));
+      (filter.keepVersions === undefined || !filter.keepVersions.includes(e.version)) &&
+      (filter.bundle === undefined || e.key.includes(`:${filter.bundle.version}:${filter.bundle.sha256}:`));
     const gone = this.idle.filter(match);
     for (const e of gone) this.idle.splice(this.idle.indexOf(e), 1);
     for (const [sandbox, e] of this.busy) if (match({ ...e, sandbox, lastUsed: 0 })) this.retiring.add(sandbox);
+    for (const [key, w] of this.warming) if (match({ ...w, key, sandbox: null as never, lastUsed: 0 })) w.retired = true;
     await Promise.all(gone.map((e) => e.sandbox.destroy().catch(() => {})));
     return gone.length;
+  }
+
+  async prewarm(job: PrewarmJob): Promise<PrewarmResult> {
+    const key = this.keyOf(job);
+    const starting = this.warming.get(key);
+    if (starting) starting.retired = false; // wanted again while it starts (the same bundle as this version)
+    if (this.closed || starting || this.idle.some((e) => e.key === key)) return { outcome: 'skipped' };
+    let done!: () => void;
+    const entry = {
+      tenantId: job.tenantId,
+      snippetId: job.snippetId,
+      version: job.version,
+      retired: false,
+      done: new Promise<void>((r) => (done = r)),
+    };
+    this.warming.set(key, entry);
+    try {
+      // Unique across executors of one process: it names a limit group.
+      const sandbox = await this.startSandbox(job, `prewarm-${randomBytes(6).toString('hex')}`);
+      if (sandbox.ready.t === 'init_error') {
+        await sandbox.destroy().catch(() => {});
+        return { outcome: 'handler_error', message: sandbox.ready.message };
+      }
+      if (entry.retired || this.closed) {
+        await sandbox.destroy().catch(() => {});
+        return { outcome: 'skipped' };
+      }
+      this.release(job, sandbox); // the idle pool: its budget, its TTL, retired with its version
+      return { outcome: 'ready' };
+    } catch (err) {
+      // What a cold start of this version would have met (run() maps it the same way).
+      const e = err as Error & { code?: string; evidence?: Record<string, unknown> };
+      if (e.code === 'oom_killed') return { outcome: 'oom_killed', message: e.message, ...(e.evidence ? { evidence: e.evidence } : {}) };
+      if (e.code === 'init_exit' || e.code === 'init_timeout') return { outcome: 'handler_error', message: e.message };
+      return { outcome: 'failed', message: `the sandbox could not be started: ${e.message}` };
+    } finally {
+      this.warming.delete(key);
+      done();
+    }
+  }
+
+  async housekeep(): Promise<{ groups: number; files: number }> {
+    return (await this.opts.host.housekeep?.()) ?? { groups: 0, files: 0 };
   }
 
   async run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult> {
@@ -208,23 +281,28 @@ export class PooledExecutor implements Executor {
     const limitBytes = limits.max_memory_mb * MB;
     if (warm) await sandbox.resetPeak?.().catch(() => {}); // this run's peak, not the sandbox's whole life's
     const first = await sandbox.sample();
-    if (this.cpuQuota.get(sandbox) !== limits.max_cpu_percent) {
+    // A spare's host set the quota before the snippet loaded (Sandbox.cpuPercent): not written again.
+    if ((this.cpuQuota.has(sandbox) ? this.cpuQuota.get(sandbox) : sandbox.cpuPercent) !== limits.max_cpu_percent) {
       await sandbox.setCpuPercent(limits.max_cpu_percent);
       this.cpuQuota.set(sandbox, limits.max_cpu_percent);
     }
     const t0 = this.now();
-    const timeline: TimelinePoint[] = [];
+    // The run's first point is `first`, taken a moment ago: the watchdog's first poll comes one period later.
+    const timeline: TimelinePoint[] = [{ t_ms: 0, memory_mb: round1(first.memory_bytes / MB), cpu_percent: 0, throttled: false }];
     let peak = first.memory_bytes;
     let prev: UsageSample = first;
 
     let settle!: (v: Verdict) => void;
     const verdict = new Promise<Verdict>((r) => (settle = r));
     let decided: Verdict | null = null;
+    let killing: Promise<void> = Promise.resolve();
     const decide = (v: Verdict) => {
       if (decided) return;
       decided = v;
       settle(v);
-      if (v.kind !== 'exited') void sandbox.killAll();
+      // The verdict stands whatever the kill meets (a sandbox destroyed meanwhile): a failure is logged, never unhandled.
+      if (v.kind !== 'exited')
+        killing = sandbox.killAll().catch((err: unknown) => this.opts.onError?.('killing a decided run failed', err));
     };
 
     const onRaw = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
@@ -242,7 +320,9 @@ export class PooledExecutor implements Executor {
     const onAbort = () => decide({ kind: 'cancelled' });
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort(); // cancelled while the sandbox was starting: a listener added now never fires
-    void sandbox.exited.then((e) => decide({ kind: 'exited', ...e }));
+    // Taken off again when the run ends: the sandbox outlives the run, and whatever listens on it keeps
+    // this whole run (logs, timeline, reply, the caller's hooks) alive (docs/architecture.md, "Long-running core").
+    const offExit = sandbox.onExit((e) => decide({ kind: 'exited', ...e }));
 
     // One poll feeds the timeline and the memory watchdog (the kernel's own OOM kill, or the group
     // pinned at its limit: under a tight CPU quota the kernel can take far longer to get there).
@@ -251,6 +331,7 @@ export class PooledExecutor implements Executor {
       limitBytes,
       baseline: first,
       intervalMs: this.opts.sampleMs ?? 50,
+      firstAfterMs: this.opts.sampleMs ?? 50,
       onSample: (s) => {
         peak = Math.max(peak, s.memory_bytes, s.memory_peak_bytes ?? 0);
         const dt = s.at_ms - prev.at_ms;
@@ -303,6 +384,7 @@ export class PooledExecutor implements Executor {
       clearTimeout(deadline);
       watchdog.stop();
       signal?.removeEventListener('abort', onAbort);
+      offExit();
     }
     const duration = this.now() - t0;
     const end = await sandbox.sample().catch(() => prev);
@@ -328,7 +410,10 @@ export class PooledExecutor implements Executor {
       error = { code: 'timeout', message: `the run exceeded timeout_ms (${limits.timeout_ms} ms) and was killed` };
     } else if (v?.kind === 'oom' || end.oom_kills > first.oom_kills) {
       outcome = 'oom_killed';
-      const evidence = v?.kind === 'oom' ? v.evidence : { kernel_oom_kills: end.oom_kills - first.oom_kills, limit_mb: limits.max_memory_mb, detected_by: 'kernel oom_kill counter' };
+      const evidence =
+        v?.kind === 'oom'
+          ? v.evidence
+          : { kernel_oom_kills: end.oom_kills - first.oom_kills, limit_mb: limits.max_memory_mb, detected_by: 'kernel oom_kill counter' };
       error = { code: 'oom_killed', message: `the run exceeded max_memory_mb (${limits.max_memory_mb} MB) and was killed`, evidence };
     } else if (v?.kind === 'cancelled') {
       outcome = 'cancelled';
@@ -344,10 +429,21 @@ export class PooledExecutor implements Executor {
     if (outcome === 'oom_killed' && timeline.length) {
       // A 50 ms poll can miss the last climb before the kill: the kernel's peak counter is the evidence.
       const lastMb = timeline[timeline.length - 1]!.memory_mb;
-      if (round1(peak / MB) > lastMb) timeline.push({ t_ms: Math.round(duration), memory_mb: round1(peak / MB), cpu_percent: 0, throttled: false });
+      if (round1(peak / MB) > lastMb)
+        timeline.push({ t_ms: Math.round(duration), memory_mb: round1(peak / MB), cpu_percent: 0, throttled: false });
     }
-    if (outcome === 'success' || (outcome === 'handler_error' && !v)) this.release(job, sandbox);
-    else await sandbox.destroy().catch(() => {});
+    // What the run started (a background child, a double-forked daemon) goes before the sandbox is pooled;
+    // the warm runner stays. A sandbox whose leftovers survived is not reused, nor one whose run met the process
+    // cap: the runner's own threads may have failed to start then (Bun aborted on its next run, exit 134).
+    const metPidsCap = (end.pids_limit_hits ?? 0) > (first.pids_limit_hits ?? 0);
+    if ((outcome === 'success' || (outcome === 'handler_error' && !v)) && !metPidsCap && (await reaped(sandbox)))
+      this.release(job, sandbox);
+    else {
+      // After the verdict's kill, not beside it: two freeze-kill-thaw rounds on one group at once thaw each
+      // other's freeze, and the later one waited out its whole bound (a timeout answered 1 s late).
+      await killing;
+      await sandbox.destroy().catch(() => {});
+    }
 
     return {
       outcome,
@@ -377,6 +473,15 @@ export class PooledExecutor implements Executor {
     await Promise.all(all.map((s) => s.destroy().catch(() => {})));
     await this.opts.host.close();
   }
+}
+
+/** Sandbox.reap, where the host has it: true when only the sandbox's own processes are left. */
+async function reaped(sandbox: Sandbox): Promise<boolean> {
+  if (!sandbox.reap) return true;
+  return sandbox.reap().then(
+    () => true,
+    () => false,
+  );
 }
 
 const round1 = (x: number) => Math.round(x * 10) / 10;

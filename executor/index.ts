@@ -1,9 +1,14 @@
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DENIED_SYSCALLS } from './sandbox/seccomp';
 import { PooledExecutor } from './executor';
-import { LocalSandboxHost, type LocalRuntimePaths } from './local-host';
+import { LocalSandboxHost, SPARE_PLANS, type LocalHostOptions, type LocalRuntimePaths, type SpareMode, type SparePlan } from './local-host';
 import { detectLimitBackend } from './limits/detect';
+import type { LimitBackendName } from './limits/types';
 import { bwrapAvailable } from './sandbox/bwrap';
+import { probeIdentity, sandboxProfile, type SandboxIdentity } from './sandbox/profile';
 import { readRuntimeInfo, type RuntimeInfo } from './runtime-info';
 import { createCodeChecker, type CodeProblem } from './validate';
 import { spawnAgent } from './remote';
@@ -12,12 +17,23 @@ import type { SandboxHost } from './sandbox-host';
 import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
 
 // The public interface: what server/ (and main/, through server/) may use of the executor.
-export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo, Outcome, RunLimits } from './types';
+export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo, Outcome, PrewarmJob, PrewarmResult, RunLimits } from './types';
 export type { CodeProblem } from './validate';
 export type { HostOp } from './protocol';
 export { limaAgentArgv, limaTemplate, VM_NAME } from './lima/template';
-export { LimaManager, LimaRefused, VmStatus, VmOperation, VmInfo, detectLimactl, type LimaManagerOptions, type LimaRefusalCode } from './lima/manager';
+export {
+  LimaManager,
+  LimaRefused,
+  VmStatus,
+  VmOperation,
+  VmInfo,
+  detectLimactl,
+  type LimaManagerOptions,
+  type LimaRefusalCode,
+} from './lima/manager';
 export { spawnRunner, type ProcessRunner, type RunResult } from './lima/process';
+export { pidAlive, sweepLeftovers, type LeftoverPolicy } from './leftovers';
+export { SPARE_PLANS, type SpareMode, type SparePlan } from './local-host';
 
 type Log = { log(level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>): void };
 
@@ -36,13 +52,26 @@ export async function createLocalHost(opts: {
   projectRoot: string;
   workDir: string;
   transport?: string;
-  spares?: number;
+  /** Spare runners kept (LocalHostOptions.spares; a mode of SPARE_PLANS); default one plain spare per runtime. */
+  spares?: number | SparePlan | SpareMode;
   /** The core's egress proxy socket (absolute host path); see CreateExecutorOptions.egressSocket. */
   egressSocket?: string | null;
+  onSpare?: LocalHostOptions['onSpare'];
+  /**
+   * Spares start once this settles (the core passes its listening): started at once, their forks and their runtimes'
+   * start-up (a framework import is ~0.4–1 s of CPU) competed with the core's own start on a 2-core machine and
+   * pushed start to /readyz from ~315 to ~395 ms here. Unset: at once.
+   */
+  sparesAfter?: Promise<unknown>;
+  /**
+   * Pins the limit backend, as SVC_EMU_LIMITS does for a whole process (and before it): one that cannot be used
+   * gives `none` with the reason (executor/limits/detect.ts). test/executor/local-host.test.ts runs `none` here.
+   */
+  limitBackend?: LimitBackendName;
 }): Promise<LocalHostBuild> {
   const runtime = await readRuntimeInfo(opts.projectRoot);
   const runtimesDir = join(opts.projectRoot, 'executor', 'runtimes');
-  const detected = await detectLimitBackend();
+  const detected = await detectLimitBackend(opts.limitBackend ? { force: opts.limitBackend } : {});
   const probe = await bwrapAvailable(runtime.bwrap?.bin ?? 'bwrap');
   const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)) ?? null;
   const runtimes: LocalRuntimePaths = {
@@ -50,19 +79,25 @@ export async function createLocalHost(opts: {
     python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
     runtimesDir,
   };
+  const prlimit = ['/usr/bin/prlimit', '/bin/prlimit'].find((p) => existsSync(p)) ?? null;
+  const profile = probe.ok
+    ? await sandboxProfile({ bwrap: { bin: probe.bwrap, features: probe.features }, setpriv, prlimit, workDir: opts.workDir })
+    : null;
   const host = new LocalSandboxHost({
     backend: detected.backend,
     runtimes,
     workDir: opts.workDir,
-    bwrap: probe.ok ? { bin: probe.bwrap, features: probe.features } : null,
+    bwrap: profile,
     bwrapMissingReason: probe.reason,
     setpriv,
     transport: opts.transport,
-    spares: opts.spares ?? 1,
+    spares: typeof opts.spares === 'string' ? SPARE_PLANS[opts.spares] : (opts.spares ?? 1),
     egressSocket: opts.egressSocket ?? null,
+    ...(opts.onSpare ? { onSpare: opts.onSpare } : {}),
   });
   await host.sweep();
-  host.refillSpares();
+  if (opts.sparesAfter) void opts.sparesAfter.finally(() => host.refillSpares()).catch(() => {});
+  else host.refillSpares();
   return { host, runtime, limitReason: detected.reason, runtimes };
 }
 
@@ -88,12 +123,39 @@ export async function probeHost(opts: { projectRoot: string | null }) {
   const degraded: string[] = [];
   if (limits.backend.degraded) degraded.push(limits.backend.degraded);
   if (!sandbox.ok) degraded.push(`no parity sandbox: ${sandbox.reason}`);
+  // Who a snippet is, read from this host's /proc: started exactly as the executor starts sandboxes.
+  let identity: SandboxIdentity | { error: string } | null = null;
+  if (sandbox.ok) {
+    const workDir = await mkdtemp(join(tmpdir(), 'svc-emu-doctor-'));
+    try {
+      const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p)) ?? null;
+      identity = await probeIdentity(await sandboxProfile({ bwrap: { bin: sandbox.bwrap, features: sandbox.features }, setpriv, workDir }));
+      if (!identity.ok) degraded.push(`the sandbox does not hold: ${identity.problems.join('; ')}`);
+    } catch (err) {
+      identity = { error: (err as Error).message };
+      degraded.push(`the sandbox's identity could not be checked: ${identity.error}`);
+    } finally {
+      await rm(workDir, { recursive: true, force: true });
+    }
+  } else if (process.platform === 'linux' && typeof process.getuid === 'function' && process.getuid() === 0) {
+    degraded.push('the core runs as root without bubblewrap: no snippet runs (install bubblewrap, or run as a normal user)');
+  }
   if ('error' in runtime) degraded.push(`runtimes: ${String(runtime.error)}`);
   else if ((runtime.mismatches as unknown[]).length) degraded.push('installed runtime versions differ from the production manifest');
-  if (process.platform === 'darwin' && !limactl) degraded.push('macOS without Lima: snippets cannot run under Linux limits (install Lima with `brew install lima`, then create and start the VM on the Parity status page or with `svc-emu lima create` and `svc-emu lima start`)');
+  if (process.platform === 'darwin' && !limactl)
+    degraded.push(
+      'macOS without Lima: snippets cannot run under Linux limits (install Lima with `brew install lima`, then create and start the VM on the Parity status page or with `svc-emu lima create` and `svc-emu lima start`)',
+    );
   return {
     limits: { backend: limits.backend.name, reason: limits.reason, checked: limits.checked, notes: limits.backend.notes ?? [] },
-    sandbox: { bubblewrap: sandbox.ok, bin: sandbox.bwrap, version: sandbox.version, reason: sandbox.reason },
+    sandbox: {
+      bubblewrap: sandbox.ok,
+      bin: sandbox.bwrap,
+      version: sandbox.version,
+      reason: sandbox.reason,
+      identity,
+      seccomp_denies: DENIED_SYSCALLS,
+    },
     runtime,
     lima: process.platform === 'darwin' ? { limactl } : { note: 'not needed on Linux' },
     degraded,
@@ -122,11 +184,20 @@ export interface CreateExecutorOptions {
    * Not used behind an agent (agentArgv: the socket is on this host, the sandboxes elsewhere). Unset: no proxy.
    */
   egressSocket?: string | null;
+  /**
+   * Spare runners started ahead (executor/local-host.ts, SPARE_PLANS): `all` adds one per runtime that has imported
+   * its framework (a Mastra or LangGraph cold start in milliseconds, ~0.1 GB each and ~0.4–1 s of CPU per start),
+   * `plain` (the default here) only plain ones, `none` none. serve and the desktop app default to `all`.
+   */
+  spares?: SpareMode;
+  /** Spares start once this settles (createLocalHost's sparesAfter): the core passes its listening. */
+  sparesAfter?: Promise<unknown>;
 }
 
 export interface BuiltExecutor {
   executor: Executor;
-  validateCode: ((input: { runtime: 'bun' | 'python'; entrypoint: string; files: Record<string, string> }) => Promise<CodeProblem[]>) | null;
+  validateCode:
+    ((input: { runtime: 'bun' | 'python'; entrypoint: string; files: Record<string, string> }) => Promise<CodeProblem[]>) | null;
   runtime: () => Promise<unknown>;
 }
 
@@ -144,21 +215,46 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
   let limitReason: string;
   let runtimes: LocalRuntimePaths;
   try {
-    ({ host, runtime, limitReason, runtimes } = await createLocalHost({ projectRoot: root, workDir: opts.workDir, egressSocket: opts.egressSocket ?? null }));
+    ({ host, runtime, limitReason, runtimes } = await createLocalHost({
+      projectRoot: root,
+      workDir: opts.workDir,
+      egressSocket: opts.egressSocket ?? null,
+      // Behind an agent this host only finds the runtimes (for the code checker): it starts no spares.
+      spares: opts.agentArgv ? 'none' : (opts.spares ?? 'plain'),
+      ...(opts.sparesAfter ? { sparesAfter: opts.sparesAfter } : {}),
+      // A spare that dies unclaimed says why (its exit and stderr): nothing else would show it.
+      onSpare: (e) => {
+        if (e.type === 'died') opts.logger?.log('warn', 'a spare runner died unclaimed', { ...e });
+        // A framework spare whose imports or warm-up failed still serves (slower): say so once.
+        if (e.type === 'preloaded' && (e.failed.length || e.warmupFailed))
+          opts.logger?.log('warn', 'a framework spare is not fully warm', { ...e });
+      },
+    }));
     if (opts.agentArgv) {
+      const local = host;
       host = (await spawnAgent(opts.agentArgv, `agent: ${opts.agentArgv[0]}`)).host;
+      await local.close();
       limitReason = `${limitReason} (sandboxes run behind the agent)`;
     }
   } catch (err) {
     return unavailable((err as Error).message, opts.logger);
   }
-  const checker = createCodeChecker({ bunBin: runtimes.bun?.bin ?? null, pythonBin: runtimes.python?.bin ?? null, runtimesDir: runtimes.runtimesDir });
+  const checker = createCodeChecker({
+    bunBin: runtimes.bun?.bin ?? null,
+    pythonBin: runtimes.python?.bin ?? null,
+    runtimesDir: runtimes.runtimesDir,
+  });
   const executor = new PooledExecutor({
     host,
     onError: (msg, err) => opts.logger?.log('error', msg, { error: err instanceof Error ? err.message : String(err) }),
     onClose: () => checker.close(), // the code checkers end with the executor
   });
-  opts.logger?.log('info', 'executor ready', { backend: host.info.backend, sandbox: host.info.sandbox, transport: host.info.transport, degraded: host.info.degraded });
+  opts.logger?.log('info', 'executor ready', {
+    backend: host.info.backend,
+    sandbox: host.info.sandbox,
+    transport: host.info.transport,
+    degraded: host.info.degraded,
+  });
   return {
     executor,
     validateCode: checker,

@@ -1,13 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { cp, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmod, chown, cp, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { dirname, join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { RunnerChannel } from './runner-client';
-import { bwrapArgv, writeSandboxIdentity, type Bind, type BwrapFeatures } from './sandbox/bwrap';
+import { ExitEvent } from './exit-event';
+import { pidAlive, sweepLeftovers } from './leftovers';
+import { bwrapArgv, writeSandboxIdentity, type Bind } from './sandbox/bwrap';
+import { coreIsRoot, nprocCap, openSeccomp, type SandboxProfile } from './sandbox/profile';
 import type { LimitBackend, LimitGroup } from './limits/types';
-import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandbox-host';
+import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec, SpareInfo, SpareStats } from './sandbox-host';
+import { FRAMEWORKS, importProfile, topLevelModules, type ImportProfile } from './import-profile';
+import type { PreloadedFrame } from './protocol';
+import { treeRssBytes } from './proc-tree';
 
 export interface LocalRuntimePaths {
   /** The Bun binary and the shared node_modules snippets import from. */
@@ -23,8 +29,13 @@ export interface LocalHostOptions {
   runtimes: LocalRuntimePaths;
   /** Where bundles are materialised (`<dir>/bundles/<sha>`). */
   workDir: string;
-  /** bubblewrap, when the parity sandbox works here (with the options this version understands). */
-  bwrap: { bin: string; features: BwrapFeatures } | null;
+  /**
+   * bubblewrap, when the parity sandbox works here (with the options this version understands), and who the
+   * snippet is inside it (executor/sandbox/profile.ts: dropped from root, seccomp).
+   */
+  bwrap: (Pick<SandboxProfile, 'bin' | 'features'> & Partial<Pick<SandboxProfile, 'dropTo' | 'seccomp' | 'prlimit'>>) | null;
+  /** Whether the core runs as root (default: asked of the process). Root without bubblewrap runs no snippet. */
+  root?: boolean;
   /** Why bubblewrap is not used (missing, or refused by this host). */
   bwrapMissingReason?: string | null;
   /** `setpriv` (util-linux) for a parent-death signal when there is no bwrap. */
@@ -33,29 +44,132 @@ export interface LocalHostOptions {
   transport?: string;
   /**
    * Runners per runtime started ahead, in a group with a generous memory limit and no bundle; a new
-   * sandbox takes one, sets the version's memory limit, copies the bundle in and sends `load`: the
-   * runtime's start-up is paid before the request (DESIGN.md, "Cold starts"). 0 disables.
+   * sandbox takes one, sets the version's memory and CPU limits, copies the bundle in and sends `load`: the
+   * runtime's start-up is paid before the request (docs/architecture.md, "Cold starts"). `plain`: runners that
+   * imported nothing; `framework`: runners that imported their runtime's framework (executor/import-profile.ts),
+   * for bundles that import it. A number is plain runners only. 0 (or absent) disables.
    */
-  spares?: number;
+  spares?: number | SparePlan;
   pidsMax?: number;
   tmpSizeMb?: number;
   /**
-   * The core's egress proxy: an absolute path on this host to its unix socket (DESIGN.md, "Egress proxy").
+   * The core's egress proxy: an absolute path on this host to its unix socket (docs/egress-relay.md).
    * Runners get it as SVC_EGRESS_SOCKET (bound into the sandbox at EGRESS_SOCKET_IN_SANDBOX under
    * bubblewrap) and relay their HTTP(S)_PROXY traffic to it. Unset: runners get no proxy.
    */
   egressSocket?: string | null;
+  /** housekeep(): a temp bundle dir untouched this long is a leftover whoever made it (default 10 min). */
+  leftoverAgeMs?: number;
+  /** Told when a spare starts and when one dies unclaimed (why, and whether another replaces it): a log line, a test's event. */
+  onSpare?: (e: SpareEvent) => void;
 }
+
+/** Spares kept per runtime: plain ones, and ones that have imported their runtime's framework. */
+export interface SparePlan {
+  plain: number;
+  framework: number;
+}
+
+/** The plans `svc-emu serve --spares` names: `all` is the default of serve and the desktop app, `plain` of tests. */
+export const SPARE_PLANS = {
+  all: { plain: 1, framework: 1 },
+  plain: { plain: 1, framework: 0 },
+  none: { plain: 0, framework: 0 },
+} as const satisfies Record<string, SparePlan>;
+export type SpareMode = keyof typeof SPARE_PLANS;
+
+type SpareKind = keyof SparePlan;
+
+/** A spare's life as the host reports it (LocalHostOptions.onSpare). */
+export type SpareEvent =
+  /** Its runner is up and claimable (a framework spare: also imported; `preloaded` follows with how long it took). */
+  | { type: 'started'; runtime: SandboxSpec['runtime']; id: string; profile: ImportProfile }
+  /** A framework spare finished its imports (ms, and what failed: left to the snippet). */
+  | {
+      type: 'preloaded';
+      runtime: SandboxSpec['runtime'];
+      id: string;
+      profile: ImportProfile;
+      ms: number;
+      failed: string[];
+      /** Its warm-up run (executor/import-profile.ts `warmup`): how long it took, and why it failed (the spare serves anyway). */
+      warmupMs?: number;
+      warmupFailed?: string;
+    }
+  | {
+      type: 'died';
+      runtime: SandboxSpec['runtime'];
+      id: string;
+      profile: ImportProfile;
+      /** The exit status, or why it never started (`error`). */
+      code: number | null;
+      signal: string | null;
+      error?: string;
+      /** The first of what it wrote to stderr. */
+      stderr: string;
+      /** Whether a new spare takes its place (not after SPARE_RETRIES quick deaths in a row, nor once the host is closed). */
+      replaced: boolean;
+    };
 
 /** Where a sandbox sees the egress proxy's socket (/run is a tmpfs of the sandbox: bwrap can bind onto it). */
 export const EGRESS_SOCKET_IN_SANDBOX = '/run/svc-egress.sock';
 
 /** A spare's memory limit until it is claimed (then the version's own limit applies). */
 const SPARE_MEMORY_MB = 1024;
+/**
+ * Spares of a runtime that may die unclaimed in a row, each within SPARE_QUICK_DEATH_MS of its start, before
+ * none replaces the last (a runtime that cannot start would otherwise be restarted for ever); a claim starts again.
+ */
+const SPARE_RETRIES = 3;
+const SPARE_QUICK_DEATH_MS = 10_000;
+/**
+ * A claimed framework spare's replacement starts this long after the claim has loaded its bundle: its import
+ * (~0.4 s of CPU for Mastra, ~1 s for LangGraph) would otherwise share the cores with that version's first run.
+ */
+const FRAMEWORK_REFILL_DELAY_MS = 250;
+/**
+ * A claimed plain spare's replacement starts this long after the claim has loaded its bundle, past the version's
+ * first run: starting a runner blocks the core's event loop for the fork and exec (~1–3 ms here), which landed in
+ * the middle of that cold start (between the runner's `ready` and the core reading it). Its place in the pool is
+ * taken at once (listed as starting): a cold start meanwhile starts it at once and waits for it, as before.
+ */
+const PLAIN_REFILL_DELAY_MS = 25;
+
+/** A bundle this small is copied into a claimed spare with sync calls (~0.1 ms; the async copy took ~1.5 ms). */
+const SYNC_COPY_MAX = { files: 64, bytes: 1024 * 1024 };
+/** Bundles whose import profile is remembered (from materialize; one is read again from disk when forgotten). */
+const PROFILES_KEPT = 512;
+const MB = 1024 * 1024;
+
+/** The file operations materialize() makes, the async way or (a small bundle) the sync way: one code path for both. */
+interface BundleFs {
+  mkdir(dir: string): Promise<unknown>;
+  writeFile(file: string, content: string): Promise<void>;
+  chmod(path: string, mode: number): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+}
+const ASYNC_FS: BundleFs = {
+  mkdir: (dir) => mkdir(dir, { recursive: true }),
+  writeFile: (file, content) => writeFile(file, content, { mode: 0o644 }),
+  chmod,
+  rename,
+};
+/** Each call done before it returns (an async wrapper only turns a throw into a rejection). */
+const SYNC_FS: BundleFs = {
+  mkdir: async (dir) => mkdirSync(dir, { recursive: true }),
+  writeFile: async (file, content) => writeFileSync(file, content, { mode: 0o644 }),
+  chmod: async (path, mode) => chmodSync(path, mode),
+  rename: async (from, to) => renameSync(from, to),
+};
 
 interface Spawned {
   id: string;
   runtime: SandboxSpec['runtime'];
+  profile: ImportProfile;
+  /** A spare: resolves with its `preloaded` frame, once it is up (null if it ended first). Null for a fresh start. */
+  preloaded: Promise<PreloadedFrame | null> | null;
+  /** The `preloaded` frame, once it came. */
+  preload: PreloadedFrame | null;
   appDir: string;
   limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number };
   group: LimitGroup;
@@ -68,10 +182,13 @@ interface Spawned {
   egressBound: boolean;
   stopCollecting(): void;
   alive(): boolean;
-  destroy(): Promise<void>;
+  /** A closure over the runner (handed on as it is). */
+  destroy: () => Promise<void>;
 }
 
 const APP = '/opt/svc/app';
+/** The fd on which bwrap reads the seccomp program (after the runner's fd 3). */
+const SECCOMP_FD = 4;
 
 /** Limit groups are named after the core that made them (`c<pid>-…`), so a later core can tell a dead core's leftovers. */
 const groupId = (id: string) => `c${process.pid}-${id}`;
@@ -81,15 +198,6 @@ const OWNED = /^c(\d+)-/;
 export function isStaleGroup(id: string, alive: (pid: number) => boolean = pidAlive): boolean {
   const m = OWNED.exec(id);
   return m !== null && Number(m[1]) !== process.pid && !alive(Number(m[1]));
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -106,11 +214,20 @@ export class LocalSandboxHost implements SandboxHost {
     }
     this.bundles = join(opts.workDir, 'bundles');
     this.spareDir = join(opts.workDir, 'spare');
+    this.plan = typeof opts.spares === 'number' ? { plain: opts.spares, framework: 0 } : (opts.spares ?? { plain: 0, framework: 0 });
     const degraded: string[] = [];
     if (opts.backend.degraded) degraded.push(opts.backend.degraded);
     if (!opts.bwrap) {
-      degraded.push(`no parity sandbox (${opts.bwrapMissingReason ?? 'bubblewrap not found'}): snippets can see host files and the network`);
+      degraded.push(
+        `no parity sandbox (${opts.bwrapMissingReason ?? 'bubblewrap not found'}): snippets can see host files and the network`,
+      );
     }
+    // Without bubblewrap a snippet is the core's own user: never host root.
+    this.refusal =
+      !opts.bwrap && (opts.root ?? coreIsRoot())
+        ? `the core runs as root and the bubblewrap sandbox is not available (${opts.bwrapMissingReason ?? 'bubblewrap not found'}): snippets would run as host root, so none run — install bubblewrap (apt install bubblewrap) or run the emulator as a normal user`
+        : null;
+    if (this.refusal) degraded.push(this.refusal);
     this.info = {
       backend: opts.backend.name,
       sandbox: opts.bwrap ? 'bwrap' : 'none',
@@ -133,36 +250,63 @@ export class LocalSandboxHost implements SandboxHost {
     return { groups };
   }
 
+  /**
+   * Housekeeping while the core runs (start-up is sweep()): limit groups of cores (or agents) that died
+   * since, temp bundle dirs (`.<sha>.<pid>.<rand>`) of a process that is gone or untouched for
+   * leftoverAgeMs, and spare dirs (`spare-<runtime>-<pid>-<host tag>-<n>`, before the tag `spare-<runtime>-<pid>-<n>`) of a core that is gone.
+   */
+  async housekeep(): Promise<{ groups: number; files: number }> {
+    const groups = (await this.opts.backend.sweep?.((id) => isStaleGroup(id))) ?? 0;
+    const policy = { pid: process.pid, alive: pidAlive, now: () => Date.now(), maxAgeMs: this.opts.leftoverAgeMs ?? 10 * 60_000 };
+    const files =
+      (await sweepLeftovers(this.bundles, /^\.[0-9a-f]+\.(?:(?<pid>\d+)\.)?[0-9a-f]{8}$/, policy)) +
+      (await sweepLeftovers(this.spareDir, /^spare-(?:bun|python)-(?<pid>\d+)-(?:[0-9a-f]+-)?\d+$/, policy, false));
+    return { groups, files };
+  }
+
+  // One stat of a local directory, made synchronously: instant, where the async round trip took ~0.2 ms of a cold start.
   async hasBundle(sha: string): Promise<boolean> {
-    return stat(join(this.bundles, sha)).then(
-      (s) => s.isDirectory(),
-      () => false,
-    );
+    return statSync(join(this.bundles, sha), { throwIfNoEntry: false })?.isDirectory() ?? false;
   }
 
   async materialize(sha: string, _entrypoint: string, files: Record<string, string>): Promise<void> {
+    const { small } = this.rememberProfile(sha, files);
     if (await this.hasBundle(sha)) return;
-    await mkdir(this.bundles, { recursive: true });
+    // A small bundle (SYNC_COPY_MAX) is written with sync calls: a few local writes, ~0.1 ms, where the async ones took ~0.7 ms.
+    const fs = small ? SYNC_FS : ASYNC_FS;
+    await fs.mkdir(this.bundles);
     // Outside the sandbox, snippets resolve shared packages through <bundles>/node_modules.
     const link = join(this.bundles, 'node_modules');
     if (!existsSync(link)) await symlink(this.opts.runtimes.bun.nodeModules, link).catch(() => {});
-    const tmp = join(this.bundles, `.${sha}.${randomBytes(4).toString('hex')}`);
+    // Named after this process, so housekeep() can tell a dead core's half-written copy from one in progress.
+    const tmp = join(this.bundles, `.${sha}.${process.pid}.${randomBytes(4).toString('hex')}`);
+    const dirs = new Set<string>([tmp]);
     for (const [path, content] of Object.entries(files)) {
       const file = join(tmp, path);
-      await mkdir(dirname(file), { recursive: true });
-      await writeFile(file, content, { mode: 0o644 });
+      for (let d = dirname(file); d.startsWith(tmp) && !dirs.has(d); d = dirname(d)) dirs.add(d);
+      await fs.mkdir(dirname(file));
+      await fs.writeFile(file, content);
+      await fs.chmod(file, 0o644);
     }
+    // Readable by the sandbox's user whatever the core's umask (a root core's snippets are another uid).
+    for (const d of dirs) await fs.chmod(d, 0o755);
     try {
-      await rename(tmp, join(this.bundles, sha));
+      await fs.rename(tmp, join(this.bundles, sha));
     } catch (err) {
       await rm(tmp, { recursive: true, force: true });
       if (!(await this.hasBundle(sha))) throw err; // else: a concurrent materialise won the race
     }
   }
 
-  private runnerArgv(runtime: SandboxSpec['runtime'], bundleDir: string, entry: string | null): string[] {
+  private runnerArgv(
+    runtime: SandboxSpec['runtime'],
+    bundleDir: string,
+    entry: string | null,
+    preload: { modules: readonly string[]; warmup: string } | null,
+  ): string[] {
     const { runtimes } = this.opts;
-    const entryArgs = entry === null ? [] : ['--entry', entry];
+    const entryArgs =
+      entry !== null ? ['--entry', entry] : preload ? ['--preload', preload.modules.join(','), '--warmup', preload.warmup] : [];
     if (runtime === 'bun') {
       // --no-install: Bun would otherwise fetch a missing package from the registry (production cannot).
       return [runtimes.bun.bin, '--no-install', join(runtimes.runtimesDir, 'bun', 'runner.ts'), '--bundle', bundleDir, ...entryArgs];
@@ -189,8 +333,12 @@ export class LocalSandboxHost implements SandboxHost {
   private identityBinds: Promise<Bind[]> | null = null;
   /** A synthetic /etc/passwd and /etc/group naming the sandbox user, written once. */
   private identity(): Promise<Bind[]> {
-    return (this.identityBinds ??= writeSandboxIdentity(join(this.opts.workDir, 'identity')));
+    const drop = this.opts.bwrap?.dropTo;
+    return (this.identityBinds ??= writeSandboxIdentity(join(this.opts.workDir, 'identity'), drop?.uid, drop?.gid));
   }
+
+  /** Why no snippet may run on this host (root without bubblewrap), or null. */
+  private readonly refusal: string | null;
 
   /** A started runner in its group, not yet handed a bundle (spare) or loading one (fresh). */
   private async spawnRunner(
@@ -199,13 +347,18 @@ export class LocalSandboxHost implements SandboxHost {
     appDir: string,
     entry: string | null,
     limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number },
+    profile: ImportProfile = 'plain',
   ): Promise<Spawned> {
+    const fw = FRAMEWORKS[runtime];
+    const preload = profile === 'plain' ? null : { modules: [...fw.preload, ...fw.lazy], warmup: fw.warmup };
     const { backend, runtimes, bwrap } = this.opts;
     const env = this.environment();
     let inner: string[];
     let cwd: string;
     let childEnv: Record<string, string>;
     let egressBound = false;
+    let seccompFd: number | null = null;
+    if (this.refusal) throw new Error(this.refusal);
     if (bwrap) {
       const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
       const extra: Bind[] = [...(await this.identity())];
@@ -220,6 +373,11 @@ export class LocalSandboxHost implements SandboxHost {
       // The one way out of the sandbox's loopback-only network namespace. A socket that is not there (yet) is
       // not bound (bwrap would refuse to start): the runner's relay answers 502 until a new sandbox starts.
       egressBound = !!this.opts.egressSocket && existsSync(this.opts.egressSocket);
+      // A root core's snippets are the dedicated uid: the socket (0600) is theirs to connect to, no one else's.
+      if (egressBound && bwrap.dropTo) await chown(this.opts.egressSocket!, bwrap.dropTo.uid, bwrap.dropTo.gid);
+      // No pids controller here: the kernel's per-user process limit stands in for it (fork bombs stop).
+      const nproc =
+        backend.name === 'none' ? nprocCap({ dropTo: bwrap.dropTo ?? null, prlimit: bwrap.prlimit ?? null }, limits.pidsMax) : null;
       const prefix = bwrapArgv({
         bwrap: bwrap.bin,
         features: bwrap.features,
@@ -233,40 +391,61 @@ export class LocalSandboxHost implements SandboxHost {
         env,
         chdir: APP,
         unixSocketBinds: egressBound ? [{ src: this.opts.egressSocket!, dest: EGRESS_SOCKET_IN_SANDBOX }] : [],
+        ...(bwrap.dropTo ? { dropTo: bwrap.dropTo } : {}),
+        ...(bwrap.seccomp ? { seccompFd: SECCOMP_FD } : {}),
+        ...(nproc ? { nproc } : {}),
       });
-      inner = [...prefix, ...this.runnerArgv(runtime, APP, entry)];
+      inner = [...prefix, ...this.runnerArgv(runtime, APP, entry, preload)];
       cwd = '/';
       childEnv = {};
     } else {
       const pdeath = this.opts.setpriv ? [this.opts.setpriv, '--pdeathsig', 'KILL', '--'] : [];
-      inner = [...pdeath, ...this.runnerArgv(runtime, appDir, entry)];
+      inner = [...pdeath, ...this.runnerArgv(runtime, appDir, entry, preload)];
       cwd = appDir;
       childEnv = env;
     }
-    const group = await backend.create(groupId(id), { memoryMb: limits.memoryMb, pidsMax: limits.pidsMax });
-    const argv = group.wrap(inner);
-    const started = performance.now();
-    const child = spawn(argv[0]!, argv.slice(1), {
-      cwd,
-      env: childEnv,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      detached: true, // its own process group: signals to the core's terminal do not reach runners directly
-    });
+    let group: LimitGroup;
+    let child: ChildProcess;
+    let started: number;
+    try {
+      group = await backend.create(groupId(id), { memoryMb: limits.memoryMb, pidsMax: limits.pidsMax });
+      const argv = group.wrap(inner);
+      if (bwrap?.seccomp) seccompFd = openSeccomp(bwrap.seccomp);
+      started = performance.now();
+      child = spawn(argv[0]!, argv.slice(1), {
+        cwd,
+        env: childEnv,
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', ...(seccompFd !== null ? [seccompFd] : [])],
+        detached: true, // its own process group: signals to the core's terminal do not reach runners directly
+      });
+    } finally {
+      if (seccompFd !== null) closeSync(seccompFd); // the child has its own copy
+    }
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
       child.once('error', () => resolve({ code: null, signal: 'spawn-error' }));
     });
     if (child.pid) group.track?.(child.pid);
     const channel = new RunnerChannel(child.stdio[3] as Duplex);
+    const preloaded =
+      entry === null
+        ? new Promise<PreloadedFrame | null>((resolve) => {
+            channel.once('preloaded', (f: PreloadedFrame) => resolve(f));
+            void channel.closed.then(() => resolve(null));
+          })
+        : null;
     let destroyed = false;
     const stderr = { head: '' };
     const collect = (c: Buffer) => {
       if (stderr.head.length < 4000) stderr.head += c.toString('utf8');
     };
     child.stderr?.on('data', collect);
-    return {
+    const spawned: Spawned = {
       id,
       runtime,
+      profile,
+      preloaded,
+      preload: null,
       appDir,
       limits,
       group,
@@ -281,7 +460,8 @@ export class LocalSandboxHost implements SandboxHost {
       destroy: async () => {
         if (destroyed) return;
         destroyed = true;
-        await group.destroy().catch(() => {});
+        // Its process group first: a wrapper still entering the group (a spare destroyed just after it started) would
+        // otherwise enter it after the group was emptied, and the group stayed behind (rmdir: EBUSY, a second lost).
         if (child.exitCode === null && child.signalCode === null) {
           try {
             process.kill(-child.pid!, 'SIGKILL');
@@ -289,14 +469,17 @@ export class LocalSandboxHost implements SandboxHost {
             child.kill('SIGKILL');
           }
         }
+        await group.destroy().catch(() => {});
         channel.close();
         if (appDir.startsWith(this.spareDir)) await rm(appDir, { recursive: true, force: true }).catch(() => {});
       },
     };
+    void preloaded?.then((f) => (spawned.preload = f));
+    return spawned;
   }
 
   /** Waits for the runner's ready (or init_error); failures say whether memory, an exit or time ran out. */
-  private async finish(r: Spawned, spec: SandboxSpec, since: number): Promise<Sandbox> {
+  private async finish(r: Spawned, spec: SandboxSpec, since: number, cpuPercent?: number | null): Promise<Sandbox> {
     try {
       const initTimeout = this.opts.initTimeoutMs ?? 60_000;
       const ready = await r.channel.waitReady(initTimeout).catch(async (err: { code?: string }) => {
@@ -307,20 +490,29 @@ export class LocalSandboxHost implements SandboxHost {
         const e = await Promise.race([r.exited, new Promise<null>((res) => setTimeout(() => res(null), 1000))]);
         const how = e ? (e.signal ? `signal ${e.signal}` : `exit code ${e.code}`) : 'no exit status';
         const tail = r.stderr.head.trim().split('\n').slice(-5).join('\n').slice(0, 1000);
-        throw Object.assign(new Error(`the snippet's process exited while loading (${how})${tail ? `: ${tail}` : ''}`), { code: 'init_exit' });
+        throw Object.assign(new Error(`the snippet's process exited while loading (${how})${tail ? `: ${tail}` : ''}`), {
+          code: 'init_exit',
+        });
       });
       r.stopCollecting();
+      // The sandbox's own processes (the group wrapper, bubblewrap, the runner, and whatever the bundle's
+      // top level started while loading): each run's reap kills everything else in the group.
+      const keep = r.group.killAllExcept ? new Set((await r.group.pids?.().catch(() => null)) ?? []) : null;
+      const exit = new ExitEvent(r.exited);
       return {
         id: spec.id,
         channel: r.channel,
         ready,
         initMs: performance.now() - since,
+        ...(cpuPercent !== undefined ? { cpuPercent } : {}),
         setCpuPercent: (p) => r.group.setCpuPercent(p),
         sample: () => r.group.sample(),
         ...(r.group.resetPeak ? { resetPeak: () => r.group.resetPeak!() } : {}),
         killAll: () => r.group.killAll(),
+        ...(keep?.size ? { reap: () => r.group.killAllExcept!(keep) } : {}),
         destroy: r.destroy,
         exited: r.exited,
+        onExit: (fn) => exit.on(fn),
         stdout: r.child.stdout,
         stderr: r.child.stderr,
       };
@@ -331,7 +523,12 @@ export class LocalSandboxHost implements SandboxHost {
       if (at && (at.oom_kills > 0 || at.memory_bytes >= spec.memoryMb * 1024 * 1024 * 0.97)) {
         throw Object.assign(new Error(`loading the snippet exceeded max_memory_mb (${spec.memoryMb} MB) and it was killed`), {
           code: 'oom_killed',
-          evidence: { during: 'init', limit_mb: spec.memoryMb, kernel_oom_kills: at.oom_kills, memory_mb: Math.round(at.memory_bytes / 104857.6) / 10 },
+          evidence: {
+            during: 'init',
+            limit_mb: spec.memoryMb,
+            kernel_oom_kills: at.oom_kills,
+            memory_mb: Math.round(at.memory_bytes / 104857.6) / 10,
+          },
         });
       }
       throw err;
@@ -341,89 +538,339 @@ export class LocalSandboxHost implements SandboxHost {
   async create(spec: SandboxSpec): Promise<Sandbox> {
     const spare = await this.claimSpare(spec);
     if (spare) return spare;
+    // None to claim: spares that kept dying were not replaced (SPARE_RETRIES); each cold start tries one again.
+    if (this.plan.plain || this.plan.framework) setImmediate(() => this.refillSpares());
     const r = await this.spawnRunner(spec.runtime, spec.id, join(this.bundles, spec.bundleSha), spec.entrypoint, spec);
     return this.finish(r, spec, r.started);
   }
 
+  // ---- import profiles: which spare a bundle takes -----------------------------------------------------
+
+  /** Per bundle digest: its profile for each runtime and (Python) its top-level module names (executor/import-profile.ts). */
+  private readonly profiles = new Map<string, BundleProfile>();
+
+  private rememberProfile(sha: string, files: Record<string, string>, sizeKnown = true): BundleProfile {
+    const paths = Object.keys(files);
+    const bytes = paths.reduce((n, f) => n + Buffer.byteLength(files[f]!), 0);
+    const p: BundleProfile = {
+      bun: importProfile('bun', files),
+      python: importProfile('python', files),
+      modules: topLevelModules(files),
+      small: sizeKnown && paths.length <= SYNC_COPY_MAX.files && bytes <= SYNC_COPY_MAX.bytes,
+    };
+    this.profiles.delete(sha);
+    this.profiles.set(sha, p);
+    // Oldest first out: a long-running core keeps a bounded number (a forgotten one is read again from disk).
+    for (const old of this.profiles.keys()) {
+      if (this.profiles.size <= PROFILES_KEPT) break;
+      this.profiles.delete(old);
+    }
+    return p;
+  }
+
+  private async profileOf(sha: string): Promise<BundleProfile> {
+    const known = this.profiles.get(sha);
+    if (known) return known;
+    // Read again from disk: only its source files' text is read, so its size is not known (copied the async way).
+    return this.rememberProfile(sha, await readSources(join(this.bundles, sha)).catch(() => ({})), false);
+  }
+
   // ---- spares: runners started ahead, each handed one bundle ------------------------------------------
 
-  private readonly spares: Record<SandboxSpec['runtime'], Spawned[]> = { bun: [], python: [] };
+  private readonly plan: SparePlan;
+  private readonly spares: Record<SandboxSpec['runtime'], Record<SpareKind, Spawned[]>> = {
+    bun: { plain: [], framework: [] },
+    python: { plain: [], framework: [] },
+  };
   private readonly spareDir: string;
   private spareSeq = 0;
+  /**
+   * In every spare's id, so two hosts of one process (tests, a core beside its agent) never share a limit
+   * group: creating a group of an existing id empties it, and destroying one kills what is in it.
+   */
+  private readonly spareTag = randomBytes(3).toString('hex');
+  /** Spares of each runtime and kind that died unclaimed in a row, soon after they started (see SPARE_RETRIES). */
+  private readonly spareDeaths: Record<`${SandboxSpec['runtime']}:${SpareKind}`, number> = {
+    'bun:plain': 0,
+    'bun:framework': 0,
+    'python:plain': 0,
+    'python:framework': 0,
+  };
   private closed = false;
 
-  /** Starts the spares this host keeps (called at start and after each one is claimed). */
-  refillSpares(): void {
+  /**
+   * Starts the spares this host keeps, of one kind or both (called at start, after each one is claimed, and after
+   * one dies unclaimed). Nothing waits for them: a core is ready before its spares are.
+   */
+  refillSpares(only?: SpareKind, after?: SpareStart): void {
     for (const runtime of ['bun', 'python'] as const) {
-      while (!this.closed && this.spares[runtime].length < (this.opts.spares ?? 0)) {
-        const id = `spare-${runtime}-${process.pid}-${++this.spareSeq}`;
-        const appDir = join(this.spareDir, id);
-        const limits = { memoryMb: SPARE_MEMORY_MB, pidsMax: this.opts.pidsMax ?? 256, tmpSizeMb: this.opts.tmpSizeMb ?? 64 };
-        const pending = mkdir(appDir, { recursive: true }).then(() => this.spawnRunner(runtime, id, appDir, null, limits));
-        const slot: Spawned[] = this.spares[runtime];
-        // Reserve the slot at once so a burst of claims does not start more than the budget.
-        const placeholder = { pending } as unknown as Spawned;
-        slot.push(placeholder);
-        pending.then(
-          (r) => {
-            const i = slot.indexOf(placeholder);
-            if (i >= 0 && !this.closed) slot[i] = r;
-            else void r.destroy();
-          },
-          () => {
-            const i = slot.indexOf(placeholder);
-            if (i >= 0) slot.splice(i, 1);
-          },
-        );
+      for (const kind of only ? [only] : (['plain', 'framework'] as const)) {
+        const slot: Spawned[] = this.spares[runtime][kind];
+        while (!this.closed && slot.length < this.plan[kind]) this.startSpare(runtime, kind, slot, after);
       }
     }
   }
 
-  private claimed = 0;
-
-  spareStats() {
-    const ready = (rt: SandboxSpec['runtime']) => this.spares[rt].filter((r) => !('pending' in r) && r.alive()).length;
-    return { ready: { bun: ready('bun'), python: ready('python') }, claimed: this.claimed };
+  /**
+   * Starts a spare into `slot` (its place taken at once), now or `after` (its placeholder's startNow() cuts that
+   * wait short: a claim that wants it, close()).
+   */
+  private startSpare(runtime: SandboxSpec['runtime'], kind: SpareKind, slot: Spawned[], after?: SpareStart): void {
+    const id = `spare-${runtime}-${process.pid}-${this.spareTag}-${++this.spareSeq}`;
+    const profile = profileOfKind(runtime, kind);
+    const appDir = join(this.spareDir, id);
+    const limits = { memoryMb: SPARE_MEMORY_MB, pidsMax: this.opts.pidsMax ?? 256, tmpSizeMb: this.opts.tmpSizeMb ?? 64 };
+    let startNow = () => {};
+    const due = after
+      ? new Promise<void>((go) => {
+          let timer: NodeJS.Timeout | undefined;
+          startNow = () => {
+            clearTimeout(timer);
+            go();
+          };
+          const wait = () => {
+            timer = setTimeout(go, after.delayMs);
+            timer.unref(); // nothing to keep a process alive for
+          };
+          after.settled.then(wait, wait);
+        })
+      : Promise.resolve();
+    const pending = due
+      .then(() => {
+        if (this.closed) throw new Error('the host closed before this spare started');
+        return mkdir(appDir, { recursive: true });
+      })
+      .then(() => chmod(appDir, 0o755)) // readable by the sandbox's user whatever the core's umask
+      .then(() => this.spawnRunner(runtime, id, appDir, null, limits, profile));
+    // Reserve the slot at once so a burst of claims does not start more than the budget.
+    const placeholder = { pending, startNow: () => startNow(), taken: false } as unknown as Spawned & { taken: boolean };
+    slot.push(placeholder);
+    pending.then(
+      (r) => {
+        const i = slot.indexOf(placeholder);
+        // Out of the slot: taken by a claim still starting (the claim has it now), or dropped by close().
+        if (this.closed || (i < 0 && !placeholder.taken)) return void r.destroy();
+        if (i < 0) return;
+        slot[i] = r;
+        // Started: its runner is up (its `preloaded` frame: a framework spare's has imported the framework too).
+        void r.preloaded?.then((f) => {
+          if (!f || this.closed) return;
+          this.opts.onSpare?.({ type: 'started', runtime, id, profile });
+          if (kind === 'framework') {
+            const warm = {
+              ...(f.warmup_ms !== undefined ? { warmupMs: f.warmup_ms } : {}),
+              ...(f.warmup_failed ? { warmupFailed: f.warmup_failed } : {}),
+            };
+            this.opts.onSpare?.({ type: 'preloaded', runtime, id, profile, ms: f.ms, failed: f.failed ?? [], ...warm });
+          }
+        });
+        // Dead while idle: it leaves the pool (it would hold a place of the budget for ever) and another starts.
+        void r.exited.then((e) => {
+          const at = slot.indexOf(r);
+          if (at < 0 || this.closed) return; // claimed, or ended by close(): no longer a spare
+          slot.splice(at, 1);
+          void r.destroy();
+          this.spareDied(runtime, kind, id, performance.now() - r.started, { ...e, stderr: r.stderr.head });
+        });
+      },
+      (err: unknown) => {
+        const i = slot.indexOf(placeholder);
+        if (i < 0) return;
+        slot.splice(i, 1);
+        this.spareDied(runtime, kind, id, 0, {
+          code: null,
+          signal: null,
+          error: err instanceof Error ? err.message : String(err),
+          stderr: '',
+        });
+      },
+    );
   }
 
+  /** A spare that died unclaimed (or never started): reported, and replaced unless it keeps dying at once. */
+  private spareDied(
+    runtime: SandboxSpec['runtime'],
+    kind: SpareKind,
+    id: string,
+    livedMs: number,
+    how: { code: number | null; signal: string | null; error?: string; stderr: string },
+  ): void {
+    const key = `${runtime}:${kind}` as const;
+    this.spareDeaths[key] = livedMs < SPARE_QUICK_DEATH_MS ? this.spareDeaths[key] + 1 : 0;
+    const replaced = !this.closed && this.spareDeaths[key] < SPARE_RETRIES;
+    const profile = profileOfKind(runtime, kind);
+    this.opts.onSpare?.({ type: 'died', runtime, id, profile, ...how, replaced });
+    if (replaced) this.refillSpares(kind);
+  }
+
+  private claimed = 0;
+  private readonly claimedBy: Record<ImportProfile, number> = { plain: 0, mastra: 0, langgraph: 0 };
+
+  /**
+   * Every spare with its runtime, profile, state and resident memory (one scan of /proc for all of them), the
+   * plain ones ready per runtime (what a cold start of a plain bundle finds), and the cold starts they served.
+   */
+  spareStats(): SpareStats {
+    const rows: { r: Spawned | null; runtime: SandboxSpec['runtime']; kind: SpareKind }[] = [];
+    for (const runtime of ['bun', 'python'] as const)
+      for (const kind of ['plain', 'framework'] as const)
+        for (const r of this.spares[runtime][kind]) rows.push({ r: 'pending' in r || !r.alive() ? null : r, runtime, kind });
+    const rss = treeRssBytes(rows.flatMap(({ r }) => (r?.child.pid ? [r.child.pid] : [])));
+    const spares: SpareInfo[] = rows.map(({ r, runtime, kind }) => {
+      const profile = profileOfKind(runtime, kind);
+      if (!r) return { id: '', runtime, profile, state: 'starting', rss_mb: null };
+      const bytes = r.child.pid ? (rss.get(r.child.pid) ?? null) : null;
+      return {
+        id: r.id,
+        runtime,
+        profile,
+        state: r.preloaded && !r.preload ? (profile === 'plain' ? 'starting' : 'preloading') : 'ready',
+        rss_mb: bytes === null ? null : Math.round((bytes / MB) * 10) / 10,
+        ...(r.preload ? { preload_ms: Math.round(r.preload.ms) } : {}),
+      };
+    });
+    const ready = (rt: SandboxSpec['runtime']) =>
+      spares.filter((s) => s.runtime === rt && s.profile === 'plain' && s.state === 'ready').length;
+    return {
+      ready: { bun: ready('bun'), python: ready('python') },
+      claimed: this.claimed,
+      claimed_by_profile: { ...this.claimedBy },
+      spares,
+    };
+  }
+
+  /**
+   * A cold start takes the spare of its bundle's import profile, if one is there (one still starting or importing is
+   * waited for: its start runs uncapped, and a fresh start would do it all again). Its limits are set before the bundle loads: the
+   * version's memory limit, and its CPU quota (spec.cpuPercent), so the snippet's first instruction runs capped.
+   * Null: none fits, start fresh — no spare of that profile, a spare of another shape, a framework spare already
+   * over the version's memory limit (a fresh start's import meets the limit, as in production), or a Python bundle
+   * with a module of a name the framework imported (in a fresh runner the bundle's would shadow it).
+   */
   private async claimSpare(spec: SandboxSpec): Promise<Sandbox | null> {
-    const slot = this.spares[spec.runtime];
-    while (slot.length) {
+    const bundle = await this.profileOf(spec.bundleSha);
+    const profile = bundle[spec.runtime];
+    const kind: SpareKind = profile === 'plain' ? 'plain' : 'framework';
+    const slot = this.spares[spec.runtime][kind];
+    const refill = () => this.refillSpares(kind);
+    // Spares are all of one shape (this host's pids and /tmp limits): a version of another shape starts fresh,
+    // and its spares stay for the versions they fit.
+    if (spec.pidsMax !== (this.opts.pidsMax ?? 256) || spec.tmpSizeMb !== (this.opts.tmpSizeMb ?? 64)) return null;
+    // Those there now, at most: each one discarded is replaced at once, and the replacement is for the next cold start.
+    for (let tries = slot.length; tries > 0 && slot.length; tries--) {
       let r = slot.shift()!;
-      if ('pending' in r) r = await (r as unknown as { pending: Promise<Spawned> }).pending.catch(() => null as never);
-      // Its replacement starts at once, so the next cold start finds one ready.
-      setImmediate(() => this.refillSpares());
+      const since = performance.now();
+      // Not up yet: still starting (or waiting for its delay), or up but its `preloaded` frame not in.
+      const wasStarting = 'pending' in r || !r.preload;
+      if ('pending' in r) {
+        // Still starting, or waiting for its delay (wanted now: startNow).
+        const p = r as unknown as { pending: Promise<Spawned>; startNow(): void; taken: boolean };
+        p.taken = true; // the claim's now, once it is up (before, one claimed while starting was destroyed as it came up)
+        p.startNow();
+        r = await p.pending.catch(() => null as never);
+      }
+      // Its replacement (below) starts once this claim has loaded, or now when this one is not used.
       // A spare started before the egress proxy listened has no way out; one started now would.
-      const egressLate = !!r && this.opts.bwrap !== null && !!this.opts.egressSocket && !r.egressBound && existsSync(this.opts.egressSocket);
-      if (!r || !r.alive() || egressLate || r.limits.pidsMax !== spec.pidsMax || r.limits.tmpSizeMb !== spec.tmpSizeMb) {
+      const egressLate =
+        !!r && this.opts.bwrap !== null && !!this.opts.egressSocket && !r.egressBound && existsSync(this.opts.egressSocket);
+      const preload = r?.preloaded ? await this.waitPreloaded(r) : null;
+      if (!r || !r.alive() || (r.preloaded && !preload) || egressLate) {
         await r?.destroy();
+        setImmediate(refill);
         continue;
       }
-      const since = performance.now();
+      const usage = await r.group.sample().catch(() => null);
+      const resident = usage ? (usage.memory_anon_bytes ?? usage.memory_bytes) : 0;
+      if (preload?.modules?.some((m) => bundle.modules.includes(m)) || resident >= spec.memoryMb * MB) {
+        slot.unshift(r); // fits another version: kept
+        return null;
+      }
       try {
-        await r.group.setMemoryMb(spec.memoryMb);
-        await cp(join(this.bundles, spec.bundleSha), r.appDir, { recursive: true });
+        // The limits and the bundle's copy side by side: all are done before the `load` frame goes.
+        const src = join(this.bundles, spec.bundleSha);
+        await Promise.all([
+          r.group.setMemoryMb(spec.memoryMb),
+          spec.cpuPercent !== undefined ? r.group.setCpuPercent(spec.cpuPercent) : null,
+          // A sync copy's throw becomes this promise's rejection (the limit writes are already under way).
+          bundle.small
+            ? new Promise<void>((done) => done(cpSync(src, r.appDir, { recursive: true })))
+            : cp(src, r.appDir, { recursive: true }),
+        ]);
         r.channel.send({ t: 'load', entry: spec.entrypoint });
+        // Cold starts back to back (this one found its spare still starting): the next one's wait for the replacement
+        // matters more than the fork's 1–3 ms, so it starts now, during this load (back to back, measured: ~25–35 ms
+        // a hello with it, ~40–60 ms with the delay; at a human's pace the delay wins by ~2–3 ms).
+        if (kind === 'plain' && wasStarting) refill();
       } catch {
-        await r.destroy(); // e.g. its runtime already uses more than this version's limit: start fresh
+        await r.destroy(); // e.g. its memory could not be brought under this version's limit: start fresh
+        setImmediate(refill);
         continue;
       }
       this.claimed++;
-      return this.finish(r, spec, since);
+      this.claimedBy[profile]++;
+      this.spareDeaths[`${spec.runtime}:${kind}`] = 0;
+      const done = this.finish(r, spec, since, spec.cpuPercent);
+      // Its replacement takes its place now (listed as starting) and starts once this claim has loaded, a little after.
+      this.refillSpares(kind, { settled: done, delayMs: kind === 'framework' ? FRAMEWORK_REFILL_DELAY_MS : PLAIN_REFILL_DELAY_MS });
+      return done;
     }
     return null;
   }
 
+  /** A spare's `preloaded` frame (it is up), waited for up to the init budget; null when it ended (or took longer). */
+  private async waitPreloaded(r: Spawned): Promise<PreloadedFrame | null> {
+    if (r.preload || !r.preloaded) return r.preload;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((res) => (timer = setTimeout(() => res(null), this.opts.initTimeoutMs ?? 60_000)));
+    try {
+      return await Promise.race([r.preloaded, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    const all = [...this.spares.bun, ...this.spares.python];
-    this.spares.bun = [];
-    this.spares.python = [];
+    const all = (['bun', 'python'] as const).flatMap((rt) =>
+      (['plain', 'framework'] as const).flatMap((k) => this.spares[rt][k].splice(0)),
+    );
     await Promise.all(
       all.map(async (r) => {
+        if ('pending' in r) (r as unknown as { startNow(): void }).startNow(); // one waiting for its delay ends now
         const spawned = 'pending' in r ? await (r as unknown as { pending: Promise<Spawned> }).pending.catch(() => null) : r;
         await spawned?.destroy();
       }),
     );
   }
+}
+
+/** The import profile a spare of this runtime and kind serves. */
+function profileOfKind(runtime: SandboxSpec['runtime'], kind: SpareKind): ImportProfile {
+  return kind === 'plain' ? 'plain' : FRAMEWORKS[runtime].profile;
+}
+
+/** When a claimed spare's replacement starts: `delayMs` after `settled` (the claim's load) settles. */
+interface SpareStart {
+  settled: Promise<unknown>;
+  delayMs: number;
+}
+
+/** A bundle's import profile per runtime and its top-level Python module names (executor/import-profile.ts). */
+interface BundleProfile {
+  bun: ImportProfile;
+  python: ImportProfile;
+  modules: string[];
+  /** Few and small files (SYNC_COPY_MAX): copied into a claimed spare with sync calls. */
+  small: boolean;
+}
+
+/** The source files of a materialised bundle (what importProfile reads), by path relative to it. */
+async function readSources(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const path = relative(dir, join(e.parentPath, e.name));
+    out[path] = /\.(?:[cm]?[jt]sx?|py)$/.test(e.name) ? await readFile(join(dir, path), 'utf8') : '';
+  }
+  return out;
 }

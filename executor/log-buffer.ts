@@ -16,7 +16,10 @@ export class LogBuffer {
       return;
     }
     if (room > 0) {
-      const cut = Buffer.from(text, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+      const cut = Buffer.from(text, 'utf8')
+        .subarray(0, room)
+        .toString('utf8')
+        .replace(/\uFFFD$/, '');
       this.parts.push(cut);
       this.size += Buffer.byteLength(cut, 'utf8');
     }

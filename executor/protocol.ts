@@ -6,7 +6,7 @@ import { z } from 'zod';
  * names one host call within it.
  *
  * executor → runner:  load (spares only), invoke, reply
- * runner → executor:  ready | init_error (once, after loading the bundle), then per invocation:
+ * runner → executor:  preloaded (spares only, once, before load), ready | init_error (once, after loading the bundle), then per invocation:
  *                     log* chunk* call* … result | error
  */
 
@@ -59,6 +59,21 @@ export const ReadyFrame = z.object({
   runtime: z.object({ name: z.enum(['bun', 'python']), version: z.string() }),
 });
 
+/**
+ * A spare (started without --entry) is up, and a framework spare (--preload) has imported its framework
+ * (executor/import-profile.ts): ms the imports took, those that failed (left to the snippet), and (Python) the
+ * top-level modules they added. The host caps a spare and hands it a bundle only after this frame.
+ */
+export const PreloadedFrame = z.object({
+  t: z.literal('preloaded'),
+  ms: z.number(),
+  failed: z.array(z.string()).optional(),
+  modules: z.array(z.string()).optional(),
+  /** The framework's warm-up after the imports (executor/import-profile.ts `warmup`): how long, and why it failed. */
+  warmup_ms: z.number().optional(),
+  warmup_failed: z.string().optional(),
+});
+
 /** The bundle could not be loaded (syntax error, import error, no handler): every invocation fails with it. */
 export const InitErrorFrame = z.object({
   t: z.literal('init_error'),
@@ -84,7 +99,12 @@ export const CallFrame = z.object({
 });
 
 /** `logs_dropped`: bytes of stdout/stderr the runner dropped past its 1 MiB cap (absent when none). */
-export const ResultFrame = z.object({ t: z.literal('result'), id: z.string(), output: z.unknown(), logs_dropped: z.number().int().min(0).optional() });
+export const ResultFrame = z.object({
+  t: z.literal('result'),
+  id: z.string(),
+  output: z.unknown(),
+  logs_dropped: z.number().int().min(0).optional(),
+});
 
 export const ErrorFrame = z.object({
   t: z.literal('error'),
@@ -97,6 +117,7 @@ export const ErrorFrame = z.object({
 });
 
 export const FromRunner = z.discriminatedUnion('t', [
+  PreloadedFrame,
   ReadyFrame,
   InitErrorFrame,
   LogFrame,
@@ -109,6 +130,7 @@ export type FromRunner = z.infer<typeof FromRunner>;
 export type InvokeFrame = z.infer<typeof InvokeFrame>;
 export type ReplyFrame = z.infer<typeof ReplyFrame>;
 export type ReadyFrame = z.infer<typeof ReadyFrame>;
+export type PreloadedFrame = z.infer<typeof PreloadedFrame>;
 export type InitErrorFrame = z.infer<typeof InitErrorFrame>;
 export type LogFrame = z.infer<typeof LogFrame>;
 export type ChunkFrame = z.infer<typeof ChunkFrame>;

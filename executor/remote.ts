@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { z } from 'zod';
 import { FromRunner, ToRunner, type InitErrorFrame, type ReadyFrame } from './protocol';
 import { RunnerChannel } from './runner-client';
+import { ExitEvent } from './exit-event';
 import type { UsageSample } from './limits/types';
 import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandbox-host';
 
@@ -17,11 +18,21 @@ import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandb
 export const HostMsg = z.discriminatedUnion('op', [
   z.object({ op: z.literal('hello'), rid: z.number() }),
   z.object({ op: z.literal('has'), rid: z.number(), sha: z.string() }),
-  z.object({ op: z.literal('materialize'), rid: z.number(), sha: z.string(), entrypoint: z.string(), files: z.record(z.string(), z.string()) }),
+  z.object({
+    op: z.literal('materialize'),
+    rid: z.number(),
+    sha: z.string(),
+    entrypoint: z.string(),
+    files: z.record(z.string(), z.string()),
+  }),
   z.object({ op: z.literal('create'), rid: z.number(), spec: z.record(z.string(), z.unknown()) }),
   z.object({ op: z.literal('cpu'), rid: z.number(), sid: z.string(), percent: z.number().nullable() }),
   z.object({ op: z.literal('sample'), rid: z.number(), sid: z.string() }),
   z.object({ op: z.literal('kill'), rid: z.number(), sid: z.string() }),
+  /** Sandbox.reap: the end of an invocation (answers how many processes were killed). */
+  z.object({ op: z.literal('reap'), rid: z.number(), sid: z.string() }),
+  /** SandboxHost.housekeep: what dead cores left where the agent's sandboxes live. */
+  z.object({ op: z.literal('housekeep'), rid: z.number() }),
   z.object({ op: z.literal('destroy'), rid: z.number(), sid: z.string() }),
   z.object({ op: z.literal('frame'), sid: z.string(), frame: ToRunner }),
 ]);
@@ -29,7 +40,13 @@ export type HostMsg = z.infer<typeof HostMsg>;
 
 export const AgentMsg = z.discriminatedUnion('op', [
   z.object({ op: z.literal('ok'), rid: z.number(), value: z.unknown().optional() }),
-  z.object({ op: z.literal('fail'), rid: z.number(), message: z.string(), code: z.string().optional(), evidence: z.record(z.string(), z.unknown()).optional() }),
+  z.object({
+    op: z.literal('fail'),
+    rid: z.number(),
+    message: z.string(),
+    code: z.string().optional(),
+    evidence: z.record(z.string(), z.unknown()).optional(),
+  }),
   z.object({ op: z.literal('frame'), sid: z.string(), frame: FromRunner }),
   z.object({ op: z.literal('output'), sid: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.object({ op: z.literal('exit'), sid: z.string(), code: z.number().nullable(), signal: z.string().nullable() }),
@@ -47,19 +64,21 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
   const reply = (rid: number, work: () => Promise<unknown>) => {
     // Through a promise even when `work` throws at once (an unknown sandbox): one bad request must
     // answer `fail`, never take the agent and every sandbox behind it down.
-    Promise.resolve().then(work).then(
-      (value) => send(output, { op: 'ok', rid, value }),
-      (err: unknown) => {
-        const e = err as { code?: unknown; evidence?: unknown };
-        send(output, {
-          op: 'fail',
-          rid,
-          message: err instanceof Error ? err.message : String(err),
-          ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-          ...(e?.evidence && typeof e.evidence === 'object' ? { evidence: e.evidence } : {}),
-        });
-      },
-    );
+    Promise.resolve()
+      .then(work)
+      .then(
+        (value) => send(output, { op: 'ok', rid, value }),
+        (err: unknown) => {
+          const e = err as { code?: unknown; evidence?: unknown };
+          send(output, {
+            op: 'fail',
+            rid,
+            message: err instanceof Error ? err.message : String(err),
+            ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+            ...(e?.evidence && typeof e.evidence === 'object' ? { evidence: e.evidence } : {}),
+          });
+        },
+      );
   };
   const get = (sid: string) => {
     const s = sandboxes.get(sid);
@@ -106,6 +125,15 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
         break;
       case 'kill':
         reply(msg.rid, () => get(msg.sid).killAll());
+        break;
+      case 'housekeep':
+        reply(msg.rid, async () => (await host.housekeep?.()) ?? { groups: 0, files: 0 });
+        break;
+      case 'reap':
+        reply(msg.rid, async () => {
+          const s = get(msg.sid);
+          return s.reap ? s.reap() : 0;
+        });
         break;
       case 'destroy':
         reply(msg.rid, async () => {
@@ -154,10 +182,17 @@ export class RemoteSandboxHost implements SandboxHost {
     const rl = createInterface({ input, crlfDelay: Infinity });
     rl.on('line', (line) => this.onLine(line));
     rl.on('close', () => this.fail(new Error(`the ${transport} agent went away`)));
+    // A request written as the agent exits fails with EPIPE on this stream: without a listener that is an
+    // uncaught exception in the core (seen in test/api/routes.test.ts's VM test, shuffled seed 7).
+    output.on('error', (err) => this.fail(new Error(`the ${transport} agent went away (${err.message})`)));
   }
 
   /** Connects to an agent and learns what its host can enforce. */
-  static async connect(input: Readable, output: Writable, opts: { transport: string; onClose?: () => Promise<void> }): Promise<RemoteSandboxHost> {
+  static async connect(
+    input: Readable,
+    output: Writable,
+    opts: { transport: string; onClose?: () => Promise<void> },
+  ): Promise<RemoteSandboxHost> {
     const host = new RemoteSandboxHost(input, output, opts.onClose ?? (async () => {}), opts.transport);
     const remote = (await host.request({ op: 'hello' })) as SandboxHostInfo;
     host.info = { ...remote, transport: opts.transport };
@@ -216,6 +251,10 @@ export class RemoteSandboxHost implements SandboxHost {
     this.sandboxes.clear();
   }
 
+  async housekeep(): Promise<{ groups: number; files: number }> {
+    return (await this.request({ op: 'housekeep' }, 30_000)) as { groups: number; files: number };
+  }
+
   async hasBundle(sha: string): Promise<boolean> {
     return (await this.request({ op: 'has', sha })) as boolean;
   }
@@ -239,7 +278,12 @@ export class RemoteSandboxHost implements SandboxHost {
     });
     let exit!: RemoteSandboxState['exit'];
     const exited = new Promise<{ code: number | null; signal: string | null }>((r) => (exit = r));
-    const state: RemoteSandboxState = { toHost, stdout: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }), stderr: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }), exit };
+    const state: RemoteSandboxState = {
+      toHost,
+      stdout: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }),
+      stderr: new Duplex({ read() {}, write: (_c, _e, cb) => cb() }),
+      exit,
+    };
     this.sandboxes.set(sid, state);
     let created: { id: string; ready: ReadyFrame | InitErrorFrame; initMs: number };
     try {
@@ -252,6 +296,7 @@ export class RemoteSandboxHost implements SandboxHost {
     toHost.push(JSON.stringify(created.ready) + '\n');
     const channel = new RunnerChannel(toHost);
     await channel.waitReady(5_000);
+    const exitEvent = new ExitEvent(exited);
     return {
       id: sid,
       channel,
@@ -260,11 +305,13 @@ export class RemoteSandboxHost implements SandboxHost {
       setCpuPercent: async (percent) => void (await this.request({ op: 'cpu', sid, percent })),
       sample: async () => (await this.request({ op: 'sample', sid })) as UsageSample,
       killAll: async () => void (await this.request({ op: 'kill', sid }).catch(() => {})),
+      reap: async () => (await this.request({ op: 'reap', sid }, 10_000)) as number,
       destroy: async () => {
         await this.request({ op: 'destroy', sid }).catch(() => {});
         channel.close();
       },
       exited,
+      onExit: (fn) => exitEvent.on(fn),
       stdout: state.stdout,
       stderr: state.stderr,
     };
@@ -280,18 +327,22 @@ export class RemoteSandboxHost implements SandboxHost {
  * Runs an agent as a child process (e.g. `limactl shell svc-emu -- bun /path/agent.ts`) and connects.
  * The agent dies with its stdin: closing the host ends every sandbox behind it.
  */
-export async function spawnAgent(argv: string[], transport: string, env?: NodeJS.ProcessEnv): Promise<{ host: RemoteSandboxHost; child: ChildProcess }> {
+export async function spawnAgent(
+  argv: string[],
+  transport: string,
+  env?: NodeJS.ProcessEnv,
+): Promise<{ host: RemoteSandboxHost; child: ChildProcess }> {
   const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env: env ?? process.env });
   // The agent's stderr goes on to ours; its last words also explain a failed start (`limactl shell` on a
   // VM that is not running says so there).
   let stderrTail = '';
-  child.stderr!.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     process.stderr.write(chunk);
     stderrTail = (stderrTail + chunk.toString('utf8')).slice(-1000);
   });
   const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
   try {
-    const host = await RemoteSandboxHost.connect(child.stdout!, child.stdin!, {
+    const host = await RemoteSandboxHost.connect(child.stdout, child.stdin, {
       transport,
       onClose: () =>
         new Promise((resolve) => {
@@ -304,6 +355,6 @@ export async function spawnAgent(argv: string[], transport: string, env?: NodeJS
   } catch (err) {
     await Promise.race([closed, new Promise((r) => setTimeout(r, 1_000))]);
     const said = stderrTail.trim().split('\n').slice(-3).join(' / ');
-    throw new Error(`${err instanceof Error ? err.message : String(err)}${said ? `: ${said}` : ''}`);
+    throw new Error(`${err instanceof Error ? err.message : String(err)}${said ? `: ${said}` : ''}`, { cause: err });
   }
 }

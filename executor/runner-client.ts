@@ -1,13 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
-import {
-  FromRunner,
-  MAX_FRAME_BYTES,
-  type HostOp,
-  type InitErrorFrame,
-  type ReadyFrame,
-  type ToRunner,
-} from './protocol';
+import { FromRunner, MAX_FRAME_BYTES, type HostOp, type InitErrorFrame, type ReadyFrame, type ToRunner } from './protocol';
 
 /**
  * The host side of the runner protocol (executor/protocol.ts) over any Node `Duplex`: fd 3 of a spawned
@@ -18,16 +11,11 @@ import {
  *   'error'      (err: RunnerProtocolError)  a line over MAX_FRAME_BYTES, not JSON, not a valid frame, or out of place
  *   'host_error' (err: unknown)              an onCall handler threw an error without a `code` (answered `host_error`)
  *   'close'      ()                          the stream ended
+ *   'preloaded'  (frame: PreloadedFrame)     a framework spare has imported its framework (executor/local-host.ts)
  */
 
 export type ProtocolErrorCode =
-  | 'frame_too_large'
-  | 'bad_frame'
-  | 'unexpected_frame'
-  | 'runner_exited'
-  | 'ready_timeout'
-  | 'not_ready'
-  | 'busy';
+  'frame_too_large' | 'bad_frame' | 'unexpected_frame' | 'runner_exited' | 'ready_timeout' | 'not_ready' | 'busy';
 
 export class RunnerProtocolError extends Error {
   constructor(
@@ -40,8 +28,7 @@ export class RunnerProtocolError extends Error {
 }
 
 export type InvokeOutcome =
-  | { kind: 'result'; output: unknown; logsDropped?: number }
-  | { kind: 'error'; message: string; stack?: string; logsDropped?: number };
+  { kind: 'result'; output: unknown; logsDropped?: number } | { kind: 'error'; message: string; stack?: string; logsDropped?: number };
 
 export interface InvokeHandlers {
   onChunk?: (data: unknown) => void;
@@ -224,10 +211,19 @@ export class RunnerChannel extends EventEmitter {
     const parsed = FromRunner.safeParse(raw);
     if (!parsed.success) {
       const t = raw && typeof raw === 'object' ? (raw as { t?: unknown }).t : undefined;
-      this.report(new RunnerProtocolError('bad_frame', `the runner sent an invalid frame (t=${JSON.stringify(t)}): ${parsed.error.issues[0]?.message ?? 'invalid'}`));
+      this.report(
+        new RunnerProtocolError(
+          'bad_frame',
+          `the runner sent an invalid frame (t=${JSON.stringify(t)}): ${parsed.error.issues[0]?.message ?? 'invalid'}`,
+        ),
+      );
       return;
     }
     const frame = parsed.data;
+    if (frame.t === 'preloaded') {
+      this.emit('preloaded', frame);
+      return;
+    }
     if (this.forwarder && frame.t !== 'ready' && frame.t !== 'init_error') {
       this.forwarder(frame);
       return;
@@ -248,8 +244,13 @@ export class RunnerChannel extends EventEmitter {
       case 'call': {
         const active = this.active;
         if (!active || active.id !== frame.id) {
-          this.report(new RunnerProtocolError('unexpected_frame', `a host call for invocation ${frame.id}, which is not running, was refused`));
-          this.reply(frame.cid, { ok: false, error: { code: 'invocation_ended', message: 'the invocation that made this call has ended' } });
+          this.report(
+            new RunnerProtocolError('unexpected_frame', `a host call for invocation ${frame.id}, which is not running, was refused`),
+          );
+          this.reply(frame.cid, {
+            ok: false,
+            error: { code: 'invocation_ended', message: 'the invocation that made this call has ended' },
+          });
           return;
         }
         void this.answer(active.handlers, frame.cid, frame.op, frame.args);
@@ -258,13 +259,19 @@ export class RunnerChannel extends EventEmitter {
       default: {
         const active = this.active;
         if (!active || active.id !== frame.id) {
-          this.report(new RunnerProtocolError('unexpected_frame', `a ${frame.t} frame for invocation ${frame.id}, which is not running, was ignored`));
+          this.report(
+            new RunnerProtocolError('unexpected_frame', `a ${frame.t} frame for invocation ${frame.id}, which is not running, was ignored`),
+          );
           return;
         }
         if (frame.t === 'log') active.handlers.onLog?.(frame.stream, frame.data);
         else if (frame.t === 'chunk') active.handlers.onChunk?.(frame.data);
         else if (frame.t === 'result') {
-          active.resolve({ kind: 'result', output: frame.output === undefined ? null : frame.output, ...(frame.logs_dropped ? { logsDropped: frame.logs_dropped } : {}) });
+          active.resolve({
+            kind: 'result',
+            output: frame.output === undefined ? null : frame.output,
+            ...(frame.logs_dropped ? { logsDropped: frame.logs_dropped } : {}),
+          });
         } else {
           active.resolve({
             kind: 'error',
@@ -285,7 +292,7 @@ export class RunnerChannel extends EventEmitter {
       const code = err && typeof err === 'object' ? (err as { code?: unknown }).code : undefined;
       if (typeof code === 'string' && code.length > 0) {
         const e = err as { message?: unknown; status?: unknown; body?: unknown };
-        const message = err instanceof Error ? err.message : String(e.message ?? code);
+        const message = err instanceof Error ? err.message : typeof e.message === 'string' ? e.message : code;
         // An integration's HTTP error travels with its status and body, for the snippet's exception.
         const detail = typeof e.status === 'number' ? { status: e.status, body: e.body ?? null } : {};
         this.reply(cid, { ok: false, error: { code, message, ...detail } });
@@ -298,7 +305,10 @@ export class RunnerChannel extends EventEmitter {
     this.reply(cid, { ok: true, value: value === undefined ? null : value });
   }
 
-  private reply(cid: string, body: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string; status?: number; body?: unknown } }): void {
+  private reply(
+    cid: string,
+    body: { ok: true; value: unknown } | { ok: false; error: { code: string; message: string; status?: number; body?: unknown } },
+  ): void {
     if (this.isClosed) return;
     try {
       this.send({ t: 'reply', cid, ...body });

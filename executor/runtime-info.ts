@@ -215,7 +215,9 @@ function parseFile<T extends z.ZodType>(schema: T, text: string, file: string): 
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new RuntimeInfoInvalidError(`${file} is invalid at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'schema mismatch'}; run npm run build`);
+    throw new RuntimeInfoInvalidError(
+      `${file} is invalid at ${issue?.path.join('.') || '(root)'}: ${issue?.message ?? 'schema mismatch'}; run npm run build`,
+    );
   }
   return parsed.data;
 }

@@ -1,4 +1,5 @@
 import type { HostOp } from './protocol';
+import type { SpareStats } from './sandbox-host';
 
 /**
  * The executor's public interface: what the core (server/) may use. The core never sees a process,
@@ -32,6 +33,21 @@ export interface ExecutorJob {
   /** Secrets and SVC_* facts, set in the runner's environment before the handler runs. */
   env: Record<string, string>;
 }
+
+/**
+ * A version's sandbox started before its first run (the workspace loader, once a save is deployed): the
+ * job without an invocation, input or environment (those reach the runner with each run).
+ */
+export type PrewarmJob = Omit<ExecutorJob, 'invocationId' | 'input' | 'env'>;
+
+/**
+ * `ready`: a loaded sandbox waits in the idle pool under the version's key. `skipped`: nothing was started
+ * (one is warm or starting already, the version was retired meanwhile, the executor is closing). Otherwise
+ * the start failed the way a cold start would have: the module's load error, an OOM while loading, or the host.
+ */
+export type PrewarmResult =
+  | { outcome: 'ready' | 'skipped' }
+  | { outcome: 'handler_error' | 'oom_killed' | 'failed'; message: string; evidence?: Record<string, unknown> };
 
 export interface ExecutorEvents {
   onChunk?(data: unknown): void;
@@ -87,6 +103,8 @@ export interface RetireFilter {
   snippetId?: string;
   /** Retire sandboxes of versions NOT in this set (for the snippet given). */
   keepVersions?: number[];
+  /** Only this version's sandboxes of this bundle: a prewarm whose version was never written (the workspace loader). */
+  bundle?: { version: number; sha256: string };
 }
 
 export interface ExecutorInfo {
@@ -99,8 +117,19 @@ export interface ExecutorInfo {
 export interface Executor {
   readonly info: ExecutorInfo;
   run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult>;
+  /**
+   * Starts a sandbox for a version ahead of its first run, into the idle pool (it counts against the idle
+   * budget and retires with its version). No run, so no tenant slot. Never throws. Optional: a host that
+   * cannot prewarm starts the sandbox on the first run instead.
+   */
+  prewarm?(job: PrewarmJob): Promise<PrewarmResult>;
   /** Destroys idle sandboxes matching the filter (hot reload, undeploy, deleted snippet). */
   retire(filter: RetireFilter): Promise<number>;
-  stats(): { idle: number; busy: number; created: number; reused: number; spares?: { ready: Record<Runtime, number>; claimed: number } };
+  stats(): { idle: number; busy: number; created: number; reused: number; spares?: SpareStats };
+  /**
+   * Removes what dead cores left where sandboxes live (limit groups, temp bundle dirs, spare dirs); the
+   * core calls it on its housekeeping timer. Returns how many groups and files went. Additive.
+   */
+  housekeep?(): Promise<{ groups: number; files: number }>;
   close(): Promise<void>;
 }

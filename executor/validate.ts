@@ -56,13 +56,16 @@ class Checker {
 
   private start(): ChildProcess {
     const [cmd, ...args] = this.argv;
-    const child = spawn(cmd!, args, { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0' } });
-    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
+    const child = spawn(cmd!, args, {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0' },
+    });
+    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
       const w = this.waiting;
       this.waiting = null;
       w?.(line);
     });
-    child.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString('utf8')).slice(-2000)));
+    child.stderr.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString('utf8')).slice(-2000)));
     const gone = (why: string) => {
       if (this.child === child) this.child = null;
       const w = this.waiting;

@@ -7,6 +7,7 @@ import type { ShellConfig } from './config';
 import { menuTemplate, trayTemplate, type MenuItem } from './menu';
 import { editableWorkspaceFile } from './open-in-editor';
 import { checkWorkspaceDir, relaunchArgs } from './workspace-switch';
+import { denyAllPermissions, refuseWebviews, type SessionLike, type WebContentsLike } from './permissions';
 
 export interface EmulatorHandle {
   url: string;
@@ -45,6 +46,8 @@ export interface AppLike {
   whenReady(): Promise<unknown>;
   on(event: 'before-quit', listener: (event: PreventableEvent) => void): unknown;
   on(event: 'second-instance' | 'window-all-closed' | 'activate', listener: () => void): unknown;
+  on(event: 'session-created', listener: (session: SessionLike) => void): unknown;
+  on(event: 'web-contents-created', listener: (event: unknown, contents: WebContentsLike) => void): unknown;
   quit(): void;
   exit(exitCode?: number): void;
   relaunch(options: { args: string[] }): void;
@@ -97,7 +100,10 @@ export interface ElectronLike {
   BrowserWindow: new (options: WindowOptions) => WindowLike;
   ipcMain: IpcMainLike;
   dialog: {
-    showOpenDialog(options: { title: string; properties: Array<'openDirectory' | 'createDirectory'> }): Promise<{ canceled: boolean; filePaths: string[] }>;
+    showOpenDialog(options: {
+      title: string;
+      properties: Array<'openDirectory' | 'createDirectory'>;
+    }): Promise<{ canceled: boolean; filePaths: string[] }>;
     showErrorBox(title: string, content: string): void;
   };
   shell: {
@@ -111,6 +117,7 @@ export interface ElectronLike {
   };
   clipboard: { writeText(text: string): void };
   Tray: new (iconPath: string) => TrayLike;
+  session: { defaultSession: SessionLike };
 }
 
 export interface Logger {
@@ -229,6 +236,10 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   });
   deps.signals?.on('SIGINT', () => app.quit());
   deps.signals?.on('SIGTERM', () => app.quit());
+  // Every session (the default one, and any partition a page or a future window gets) refuses every
+  // permission, and no page gets a <webview> (main/permissions.ts).
+  app.on('session-created', (session) => denyAllPermissions(session));
+  app.on('web-contents-created', (_event, contents) => refuseWebviews(contents));
 
   const openWindow = (handle: EmulatorHandle): WindowLike => {
     const origin = new URL(handle.url).origin;
@@ -259,6 +270,7 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
   };
 
   await app.whenReady();
+  denyAllPermissions(deps.electron.session.defaultSession); // before any window, whether or not session-created fired for it
   if (quitState !== 'running') return null;
 
   const executor = deps.config.executor;
@@ -353,13 +365,28 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     }
   };
   Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate(actions)));
-  if (deps.trayIcon) tray = createTray(deps.electron, deps.trayIcon, `Snippet Emulator: ${handle.url}`, Menu.buildFromTemplate(trayTemplate({ ...actions, showWindow })), showWindow, log);
+  if (deps.trayIcon)
+    tray = createTray(
+      deps.electron,
+      deps.trayIcon,
+      `Snippet Emulator: ${handle.url}`,
+      Menu.buildFromTemplate(trayTemplate({ ...actions, showWindow })),
+      showWindow,
+      log,
+    );
   window = openWindow(handle);
   return { emulator: handle, window: () => window };
 }
 
 /** A tray icon is a convenience: a desktop without a tray area (some Linux ones) still gets the app. */
-function createTray(electron: ElectronLike, icon: string, tooltip: string, menu: unknown, onClick: () => void, log: Logger): TrayLike | null {
+function createTray(
+  electron: ElectronLike,
+  icon: string,
+  tooltip: string,
+  menu: unknown,
+  onClick: () => void,
+  log: Logger,
+): TrayLike | null {
   try {
     const tray = new electron.Tray(icon);
     tray.setToolTip(tooltip);

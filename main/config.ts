@@ -32,7 +32,8 @@ export function resolveShellConfig(
   const allow: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
-    const match = /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor)(?:=(.*))?$/.exec(arg);
+    const match =
+      /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor)(?:=(.*))?$/.exec(arg);
     if (!match) continue;
     const name = match[1] as string;
     const value = match[2] ?? argv[i + 1];

@@ -1,14 +1,19 @@
 // Electron main process entry (built to out/main/index.js, package.json "main"): the composition root.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, shell, Tray } from 'electron';
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, session, shell, Tray } from 'electron';
 import { executorAgentFor, startEmulator } from '../server';
 import { runApp } from './app';
 import { resolveShellConfig } from './config';
 import { appPaths } from './paths';
 import { keychainKeyProvider } from './secret-key';
 
-const paths = appPaths({ isPackaged: app.isPackaged, mainDir: __dirname, resourcesPath: process.resourcesPath, userData: app.getPath('userData') });
+const paths = appPaths({
+  isPackaged: app.isPackaged,
+  mainDir: __dirname,
+  resourcesPath: process.resourcesPath,
+  userData: app.getPath('userData'),
+});
 // An installed app starts with `/` as its cwd: its data lives in the user's app-data folder and it watches
 // a workspace in Documents (created on first start); `--workspace` picks another.
 const defaults = app.isPackaged
@@ -20,7 +25,7 @@ if (defaults && config.workspace === defaults.workspace) mkdirSync(join(config.w
 if (paths.runtimesDir && !process.env.SVC_EMU_RUNTIMES_DIR) process.env.SVC_EMU_RUNTIMES_DIR = paths.runtimesDir;
 
 void runApp({
-  electron: { app, BrowserWindow, dialog, ipcMain, shell, Menu, clipboard, Tray },
+  electron: { app, BrowserWindow, dialog, ipcMain, shell, Menu, clipboard, Tray, session },
   startEmulator,
   config,
   preloadPath: paths.preload,
@@ -32,5 +37,6 @@ void runApp({
   // macOS draws menu-bar icons from a black template image; elsewhere the coloured icon.
   trayIcon: join(paths.resources, process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'),
   secretKeyProvider: keychainKeyProvider({ dataDir: config.dataDir, safeStorage, platform: process.platform, log: console }),
-  executorAgent: (choice) => executorAgentFor({ choice, projectRoot: paths.projectRoot, platform: process.platform, path: process.env.PATH }),
+  executorAgent: (choice) =>
+    executorAgentFor({ choice, projectRoot: paths.projectRoot, platform: process.platform, path: process.env.PATH }),
 });

@@ -23,7 +23,11 @@ export interface IpcHandlers {
   switchWorkspace(path: string): Promise<string>;
 }
 
-const AbsolutePath = z.string().min(1).max(4096).refine((p) => isAbsolute(p), { message: 'must be an absolute path' });
+const AbsolutePath = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine((p) => isAbsolute(p), { message: 'must be an absolute path' });
 
 const argSchemas: { [C in IpcChannel]: z.ZodType<IpcArgs<C>> } = {
   [IPC.adminToken]: z.tuple([]),

@@ -10,14 +10,15 @@ export interface MenuItem {
   submenu?: MenuItem[];
 }
 
+/** Callbacks, handed to the menu items as they are (so declared as properties: none relies on `this`). */
 export interface MenuActions {
-  openWorkspace(): void;
+  openWorkspace: () => void;
   /** Picks another workspace folder and restarts the app on it. */
-  switchWorkspace(): void;
-  revealDataDir(): void;
+  switchWorkspace: () => void;
+  revealDataDir: () => void;
   /** Null when the local tenant's key cannot be shown (the item is then disabled). */
   copyApiKey: (() => void) | null;
-  openInBrowser(): void;
+  openInBrowser: () => void;
 }
 
 function placeItems(actions: MenuActions): MenuItem[] {
@@ -25,7 +26,12 @@ function placeItems(actions: MenuActions): MenuItem[] {
     { label: 'Open Workspace Folder', accelerator: 'CmdOrCtrl+O', click: actions.openWorkspace },
     { label: 'Switch Workspace…', accelerator: 'CmdOrCtrl+Shift+O', click: actions.switchWorkspace },
     { label: 'Reveal Data Folder', click: actions.revealDataDir },
-    { label: 'Copy API Key', accelerator: 'CmdOrCtrl+Shift+K', enabled: actions.copyApiKey !== null, click: actions.copyApiKey ?? undefined },
+    {
+      label: 'Copy API Key',
+      accelerator: 'CmdOrCtrl+Shift+K',
+      enabled: actions.copyApiKey !== null,
+      click: actions.copyApiKey ?? undefined,
+    },
     { label: 'Open in Browser', click: actions.openInBrowser },
   ];
 }
@@ -36,14 +42,31 @@ export function menuTemplate(actions: MenuActions): MenuItem[] {
       label: 'Snippet Emulator',
       submenu: [...placeItems(actions), { type: 'separator' }, { role: 'quit', accelerator: 'CmdOrCtrl+Q' }],
     },
-    { label: 'Edit', submenu: [{ role: 'undo' }, { role: 'redo' }, { type: 'separator' }, { role: 'cut' }, { role: 'copy' }, { role: 'paste' }, { role: 'selectAll' }] },
+    {
+      label: 'Edit',
+      submenu: [
+        { role: 'undo' },
+        { role: 'redo' },
+        { type: 'separator' },
+        { role: 'cut' },
+        { role: 'copy' },
+        { role: 'paste' },
+        { role: 'selectAll' },
+      ],
+    },
     { label: 'View', submenu: [{ role: 'reload' }, { role: 'toggleDevTools' }] },
   ];
 }
 
 /** The tray icon's menu: the window first, then the same places as the app menu, then quit. */
-export function trayTemplate(actions: MenuActions & { showWindow(): void }): MenuItem[] {
+export function trayTemplate(actions: MenuActions & { showWindow: () => void }): MenuItem[] {
   // Accelerators mean nothing in a tray menu; they would only be shown beside the labels.
   const places = placeItems(actions).map(({ accelerator: _accelerator, ...item }) => item);
-  return [{ label: 'Show Snippet Emulator', click: actions.showWindow }, { type: 'separator' }, ...places, { type: 'separator' }, { role: 'quit' }];
+  return [
+    { label: 'Show Snippet Emulator', click: actions.showWindow },
+    { type: 'separator' },
+    ...places,
+    { type: 'separator' },
+    { role: 'quit' },
+  ];
 }

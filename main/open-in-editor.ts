@@ -4,7 +4,23 @@
 import { realpath, stat } from 'node:fs/promises';
 import { extname, relative, isAbsolute } from 'node:path';
 
-export const SOURCE_EXTENSIONS = new Set(['.ts', '.tsx', '.js', '.jsx', '.mjs', '.cjs', '.mts', '.cts', '.py', '.json', '.md', '.txt', '.toml', '.yaml', '.yml']);
+export const SOURCE_EXTENSIONS = new Set([
+  '.ts',
+  '.tsx',
+  '.js',
+  '.jsx',
+  '.mjs',
+  '.cjs',
+  '.mts',
+  '.cts',
+  '.py',
+  '.json',
+  '.md',
+  '.txt',
+  '.toml',
+  '.yaml',
+  '.yml',
+]);
 
 /** Resolves to the real path to open, or throws an Error whose message says why not. */
 export async function editableWorkspaceFile(path: string, workspace: string): Promise<string> {

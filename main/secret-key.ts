@@ -27,7 +27,12 @@ export function keyStorage(dataDir: string, safeStorage: SafeStorageLike, platfo
   const file = dataDirPaths(dataDir).secretKey;
   const sealed = keychainKeyPath(file);
   if (existsSync(sealed)) return { kind: 'keychain', path: sealed };
-  if (existsSync(file)) return { kind: 'file', path: file, reason: 'this data dir already has a key file (made by svc-emu serve), kept so the headless core can open it' };
+  if (existsSync(file))
+    return {
+      kind: 'file',
+      path: file,
+      reason: 'this data dir already has a key file (made by svc-emu serve), kept so the headless core can open it',
+    };
   const unusable = keychainUnusable(safeStorage, platform);
   if (unusable) return { kind: 'file', path: file, reason: unusable };
   return { kind: 'keychain', path: sealed };
@@ -37,7 +42,8 @@ function keychainUnusable(safeStorage: SafeStorageLike, platform: NodeJS.Platfor
   if (!safeStorage.isEncryptionAvailable()) return 'the OS keychain is not available';
   if (platform === 'linux') {
     const backend = safeStorage.getSelectedStorageBackend?.() ?? 'unknown';
-    if (backend === 'basic_text' || backend === 'unknown') return `no secret service (libsecret or kwallet) is running (safeStorage backend: ${backend})`;
+    if (backend === 'basic_text' || backend === 'unknown')
+      return `no secret service (libsecret or kwallet) is running (safeStorage backend: ${backend})`;
   }
   return null;
 }
@@ -77,7 +83,8 @@ async function readSealed(path: string, safeStorage: SafeStorageLike): Promise<B
       'The stored secrets cannot be read without it: open the data dir as the user who made it, or use another --data-dir.',
     );
   }
-  if (key.length !== 32) throw new DataDirError(path, 'does not hold a 32-byte key', 'Restore it from a backup: without it the stored secrets cannot be read.');
+  if (key.length !== 32)
+    throw new DataDirError(path, 'does not hold a 32-byte key', 'Restore it from a backup: without it the stored secrets cannot be read.');
   return key;
 }
 

@@ -21,13 +21,18 @@ const fake = await startFakeProvider({
   restToken: values['rest-token'],
   streamDelayMs: Number(values['delay-ms']),
 });
-process.stdout.write(JSON.stringify({ url: fake.url, openai_base_url: fake.openaiBaseUrl, api_key: fake.apiKey, rest_token: fake.restToken }) + '\n');
+process.stdout.write(
+  JSON.stringify({ url: fake.url, openai_base_url: fake.openaiBaseUrl, api_key: fake.apiKey, rest_token: fake.restToken }) + '\n',
+);
 
 let closing = false;
 const stop = () => {
   if (closing) return;
   closing = true;
-  fake.close().then(() => process.exit(0), () => process.exit(1));
+  fake.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 };
 process.on('SIGINT', stop);
 process.on('SIGTERM', stop);

@@ -41,7 +41,12 @@ function png(size, pixel) {
   ihdr.writeUInt32BE(size, 0);
   ihdr.writeUInt32BE(size, 4);
   ihdr.set([8, 6, 0, 0, 0], 8);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: 9 })), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw, { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 // Signed distances in unit coordinates (0..1), anti-aliased over one pixel.
@@ -56,7 +61,8 @@ const segment = (x, y, ax, ay, bx, by) => {
 };
 const coverage = (d, px) => Math.max(0, Math.min(1, 0.5 - d / px));
 /** The glyph: a chevron `>` and a cursor bar `_`, as a distance field. */
-const glyph = (x, y, w) => Math.min(segment(x, y, 0.3, 0.3, 0.5, 0.5) - w, segment(x, y, 0.5, 0.5, 0.3, 0.7) - w, segment(x, y, 0.56, 0.68, 0.72, 0.68) - w);
+const glyph = (x, y, w) =>
+  Math.min(segment(x, y, 0.3, 0.3, 0.5, 0.5) - w, segment(x, y, 0.5, 0.5, 0.3, 0.7) - w, segment(x, y, 0.56, 0.68, 0.72, 0.68) - w);
 
 const BRAND = [37, 99, 235];
 const icon = (x, y, px) => {

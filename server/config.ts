@@ -15,6 +15,24 @@ export const EmulatorConfigSchema = z.object({
   allowedHosts: z.array(z.string()).default([]),
   rendererDir: z.string().nullable().default(null),
   storeSweepMs: z.number().int().min(10).default(30_000),
+  /** How often blobs no record names any more are deleted while the core runs (BlobStore.sweep). */
+  blobSweepMs: z
+    .number()
+    .int()
+    .min(10)
+    .default(10 * 60_000),
+  /** How often leftovers of dead cores (temp files, limit groups) are swept while the core runs (server/housekeeping.ts). */
+  housekeepingMs: z
+    .number()
+    .int()
+    .min(10)
+    .default(5 * 60_000),
+  /** A temp file untouched this long is a leftover even when the pid in its name is alive (reused). */
+  leftoverAgeMs: z
+    .number()
+    .int()
+    .min(0)
+    .default(10 * 60_000),
   /** The project root: where `.runtimes/` (installed runtimes) and `executor/runtimes/` (runners) are. */
   projectRoot: z.string().nullable().default(null),
   /**
@@ -22,6 +40,12 @@ export const EmulatorConfigSchema = z.object({
    * executor/lima/template.ts) instead of on this host. Null: on this host.
    */
   executorAgent: z.array(z.string()).min(1).nullable().default(null),
+  /**
+   * Spare runners started ahead (executor/local-host.ts): `all` (the default of serve and the desktop app) keeps,
+   * per runtime, a plain one and one that has imported its framework (Mastra, LangGraph); `plain` only the plain
+   * ones (the test helpers' default: a LangGraph import is ~1 s of CPU per core start); `none` none.
+   */
+  spares: z.enum(['all', 'plain', 'none']).default('all'),
   /** Invocation records kept per tenant. */
   historyLimit: z.number().int().min(1).default(1000),
   /**

@@ -1,17 +1,12 @@
 /**
- * The closed set of errors the core turns into problem+json (RFC 9457). Anything else that escapes a
- * handler is an internal error: logged with its stack, answered with a generic 500 that leaks nothing.
+ * The HTTP edge's own refusals and the data directory's errors. What services refuse is declared in
+ * server/domain/errors.ts (no HTTP there) and mapped to statuses by the one table in server/http/problem.ts.
  */
-export interface FieldError {
-  /** Where the problem is: `body.timeout_ms`, `path.name`, `query.cursor`, `header.content-type`. */
-  location: string;
-  message: string;
-  /** For code problems: where in which file of the bundle. */
-  file?: string;
-  line?: number;
-  column?: number;
-}
-
+/**
+ * A refusal only the HTTP edge can make (a bad header, a method, an admin-only power, a run's outcome as a
+ * status): it carries its status. server/http/problem.ts renders it as problem+json (RFC 9457). Services never
+ * throw it. The CLI also uses it for a problem a running core answered.
+ */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -28,36 +23,6 @@ export class ApiError extends Error {
 
 export const badRequest = (code: string, detail: string, extra?: Record<string, unknown>) =>
   new ApiError(400, code, 'Bad request', detail, extra);
-
-export const validationFailed = (errors: FieldError[], detail?: string) =>
-  new ApiError(
-    422,
-    'validation_failed',
-    'Validation failed',
-    detail ?? errors.map((e) => `${e.location}: ${e.message}`).join('; '),
-    { errors },
-  );
-
-export const limitExceedsTenantCap = (field: string, value: number, cap: number) =>
-  new ApiError(
-    422,
-    'limit_exceeds_tenant_cap',
-    'Limit exceeds the tenant cap',
-    `${field} ${value} exceeds the tenant cap of ${cap}`,
-    { errors: [{ location: `body.${field}`, message: `must be at most ${cap} (the tenant cap)` }], field, cap },
-  );
-
-/** Not found. The detail names only what the caller sent, so another tenant's resource answers the same bytes. */
-export const notFound = (what: string, name: string | number) =>
-  new ApiError(404, 'not_found', 'Not found', `${what} '${name}' not found`);
-
-export const conflict = (detail: string) => new ApiError(409, 'conflict', 'Conflict', detail);
-
-export const unauthenticated = (detail: string) =>
-  new ApiError(401, 'unauthenticated', 'Unauthenticated', detail, {}, { 'WWW-Authenticate': 'Bearer' });
-
-export const payloadTooLarge = (detail: string) =>
-  new ApiError(413, 'payload_too_large', 'Payload too large', detail);
 
 /** Errors of the data directory itself: reported to a person with the path and the problem, never a stack. */
 export class DataDirError extends Error {

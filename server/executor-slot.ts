@@ -1,4 +1,4 @@
-import { UnavailableExecutor, type BuiltExecutor, type Executor } from '../executor';
+import { UnavailableExecutor, type BuiltExecutor, type Executor, type PrewarmJob, type PrewarmResult } from '../executor';
 import type { Logger } from './logger';
 
 /**
@@ -29,11 +29,18 @@ export class ExecutorSlot implements Executor {
   run(...args: Parameters<Executor['run']>) {
     return this.built.executor.run(...args);
   }
+  /** The current executor's prewarm; one without it starts the sandbox on the first run instead. */
+  async prewarm(job: PrewarmJob): Promise<PrewarmResult> {
+    return (await this.built.executor.prewarm?.(job)) ?? { outcome: 'skipped' };
+  }
   retire(...args: Parameters<Executor['retire']>) {
     return this.built.executor.retire(...args);
   }
   stats() {
     return this.built.executor.stats();
+  }
+  async housekeep(): Promise<{ groups: number; files: number }> {
+    return (await this.built.executor.housekeep?.()) ?? { groups: 0, files: 0 };
   }
   close() {
     return this.built.executor.close();

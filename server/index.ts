@@ -5,19 +5,24 @@ import { DataDirError } from './errors';
 import { newAdminToken } from './ids';
 import { jsonLogger, type Logger } from './logger';
 import { createApp } from './http/app';
+import { answerProtocolErrors } from './http/protocol-errors';
+import { selfEndpoint, type SelfEndpoint } from './webhooks/own-inbox';
 import { Metrics } from './http/metrics';
 import { allRoutes } from './api/routes';
-import { buildOpenApi } from './api/openapi';
+import { buildOpenApi } from '../contract/openapi';
 import { createServices, egressService, type Services } from './services';
+import { InvocationService } from './services/invocations';
 import { acquireDataDir, dataDirPaths } from './storage/data-dir';
 import { openState } from './open-state';
+import { quarantineDir, quarantinedBlobs } from './storage/quarantine';
 import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
-import { createExecutor, detectLimactl, LimaManager, VM_NAME } from '../executor';
+import { createExecutor, detectLimactl, LimaManager, pidAlive, VM_NAME } from '../executor';
 import { EgressProxy, egressSocketPath } from './egress/proxy';
 import { WorkspaceLoader } from './workspace/loader';
 import { ExecutorSlot } from './executor-slot';
 import { terminalAccess } from './terminal/setup';
+import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
 
 export type { EmulatorConfig } from './config';
@@ -37,11 +42,12 @@ export interface RunningEmulator {
   firstStart: boolean;
   dataDir: string;
   services: Services;
+  /** Sweeps what dead cores left (temp files, limit groups) at start and every `housekeepingMs`; emits `swept`. */
+  housekeeping: Housekeeper;
   stop(): Promise<void>;
 }
 
-const hostForUrl = (host: string) =>
-  host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+const hostForUrl = (host: string) => (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host);
 
 /**
  * Starts the core on a data dir: takes the data dir's lock, opens the state, ensures the local tenant,
@@ -58,15 +64,37 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
   };
   try {
     const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
+    const quarantined = deps.repo.quarantined;
+    if (quarantined) {
+      // Loud on purpose: the core starts, but without what is listed here (doctor and the Parity page list it too).
+      const whole = quarantined.items.some((i) => i.collection === null);
+      logger.log(
+        'error',
+        whole
+          ? 'db.json could not be used: the state starts EMPTY; the file is kept in the quarantine'
+          : 'records that failed validation were quarantined',
+        {
+          quarantine: join(quarantineDir(paths.root), quarantined.file),
+          copies: quarantined.copies,
+          items: quarantined.items.slice(0, 20).map((i) => `${i.source}: ${i.label}: ${i.problems.join('; ')}`),
+          count: quarantined.items.length,
+        },
+      );
+    }
     const adminToken = newAdminToken();
     let url = '';
+    let self: SelfEndpoint | null = null; // set once the core listens
     // The way out for snippets' own HTTP clients: listening before any sandbox starts (runners relay to it).
     const egressRules = { profile: config.egressProfile, allow: config.egressAllow };
-    let services: Services | undefined;
-    const egress = egressService(deps, egressRules, (id, text) => services?.invocations.addParityWarning(id, text));
+    // Services are built in dependency order: the invocations first (the egress path records warnings on them).
+    const invocations = new InvocationService(deps, config.historyLimit);
+    const egress = egressService(deps, egressRules, (id, text) => invocations.addParityWarning(id, text));
     const proxy = new EgressProxy(egress, egressSocketPath(paths.root));
     await proxy.listen();
     cleanup.push(() => proxy.close());
+    // Spare runners start once the core listens (CreateExecutorOptions.sparesAfter), not during its start.
+    let listened!: () => void;
+    const listening = new Promise<void>((resolve) => (listened = resolve));
     const create = () =>
       createExecutor({
         projectRoot: config.projectRoot,
@@ -74,23 +102,102 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         logger,
         agentArgv: config.executorAgent,
         egressSocket: proxy.socketPath,
+        spares: config.spares,
+        sparesAfter: listening,
       });
     const built = input.executor
-      ? { executor: input.executor, validateCode: input.validateCode ?? null, runtime: async () => ({ note: 'executor supplied by the caller' }) }
+      ? {
+          executor: input.executor,
+          validateCode: input.validateCode ?? null,
+          runtime: async () => ({ note: 'executor supplied by the caller' }),
+        }
       : await create();
     const executor = new ExecutorSlot(built, { create, logger });
     cleanup.push(() => deps.repo.close()); // what the runs' last moments recorded
     cleanup.push(() => executor.close());
-    services = createServices(
-      deps,
-      {
+    // Leftovers of cores killed with SIGKILL: swept now, and on a timer while this core runs.
+    const housekeeping = new Housekeeper({
+      intervalMs: config.housekeepingMs,
+      logger,
+      sweeps: [
+        async () => {
+          const rules = { pid: process.pid, alive: pidAlive, now: () => Date.now(), maxAgeMs: config.leftoverAgeMs };
+          return { files: await sweepDataDir(paths.root, rules) };
+        },
+        () => executor.housekeep(),
+      ],
+    });
+    await housekeeping.run();
+    housekeeping.start();
+    cleanup.push(() => housekeeping.stop());
+    const domain = createServices(deps, {
+      executor,
+      logger,
+      validateCode: input.validateCode ?? built.validateCode,
+      invocations,
+      egress: egressRules,
+      egressService: egress,
+      asyncWorkers: config.asyncWorkers,
+      callbackRetryScale: config.callbackRetryScale,
+      callbackTimeoutMs: config.callbackTimeoutMs,
+      inboxDir: join(paths.root, 'inbox'),
+      streamPingMs: config.streamPingMs,
+      self: () => self,
+    });
+    const terminals = terminalAccess({
+      enabled: config.terminal,
+      host: config.host,
+      workspace: config.workspace,
+      dataDir: paths.root,
+      url: () => url,
+      vmName: VM_NAME,
+      limactl: config.limactl,
+      logger,
+    });
+    // The executor VM (macOS): managed through limactl from the GUI and `svc-emu lima`.
+    const vm = new LimaManager({
+      limactl: config.limactl === undefined ? detectLimactl() : config.limactl,
+      projectRoot: config.projectRoot,
+      hostBackend: built.executor.info.backend,
+      tmpDir: paths.root,
+      // Behind the VM (--executor lima), its agent can only connect while it runs: connect after a start,
+      // and say why runs fail after a stop.
+      onSucceeded:
+        config.executorAgent && !input.executor
+          ? async (kind) => {
+              if (kind === 'start' && !executor.available) await executor.reconnect();
+              if (kind === 'stop')
+                await executor.disconnect('the executor VM was stopped: start it on the Parity status page or with `svc-emu lima start`');
+            }
+          : undefined,
+    });
+    // After ensureLocal (below) the loader writes versions for the local tenant.
+    const loader = config.workspace
+      ? new WorkspaceLoader({
+          dir: config.workspace,
+          tenants: domain.tenants,
+          snippets: domain.snippets,
+          logger,
+          prewarm: (job) => executor.prewarm(job),
+          dropPrewarm: (job) =>
+            void executor.retire({
+              tenantId: job.tenantId,
+              snippetId: job.snippetId,
+              bundle: { version: job.version, sha256: job.bundle.sha256 },
+            }),
+        })
+      : null;
+    const services: Services = {
+      ...domain,
+      executor,
+      facts: {
         version: EMULATOR_VERSION,
         dataDir: paths.root,
         workspace: config.workspace,
         startedAt: new Date().toISOString(),
         url: () => url,
         doctor: async () => ({
-          ...(await runDoctor({ electronPathFile: config.electronPathFile, projectRoot: config.projectRoot })),
+          ...(await runDoctor({ electronPathFile: config.electronPathFile, projectRoot: config.projectRoot, dataDir: paths.root })),
           executor: executor.info,
         }),
         adminToken,
@@ -101,39 +208,11 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
           return { ready: reasons.length === 0, reasons };
         },
       },
-      {
-        executor,
-        logger,
-        validateCode: input.validateCode ?? built.validateCode,
-        historyLimit: config.historyLimit,
-        egress: egressRules,
-        egressService: egress,
-        asyncWorkers: config.asyncWorkers,
-        callbackRetryScale: config.callbackRetryScale,
-        callbackTimeoutMs: config.callbackTimeoutMs,
-        inboxDir: join(paths.root, 'inbox'),
-        streamPingMs: config.streamPingMs,
-      },
-    );
-    const terminals = terminalAccess({ enabled: config.terminal, host: config.host, workspace: config.workspace, dataDir: paths.root, url: () => url, vmName: VM_NAME, limactl: config.limactl, logger });
-    services.terminals = terminals;
-    // The executor VM (macOS): managed through limactl from the GUI and `svc-emu lima`.
-    const vm = new LimaManager({
-      limactl: config.limactl === undefined ? detectLimactl() : config.limactl,
-      projectRoot: config.projectRoot,
-      hostBackend: built.executor.info.backend,
-      tmpDir: paths.root,
-      // Behind the VM (--executor lima), its agent can only connect while it runs: connect after a start,
-      // and say why runs fail after a stop.
-      onSucceeded: config.executorAgent && !input.executor
-        ? async (kind) => {
-            if (kind === 'start' && !executor.available) await executor.reconnect();
-            if (kind === 'stop') await executor.disconnect('the executor VM was stopped: start it on the Parity status page or with `svc-emu lima start`');
-          }
-        : undefined,
-    });
-    services.vm = vm;
-    services.connectAgent = config.executorAgent && !input.executor ? () => executor.reconnect() : null;
+      workspace: loader,
+      vm,
+      connectAgent: config.executorAgent && !input.executor ? () => executor.reconnect() : null,
+      terminals,
+    };
     cleanup.push(() => vm.close()); // a create or start in the middle is stopped with the core
     cleanup.push(() => terminals.sessions?.closeAll()); // every shell killed (SIGHUP, then SIGKILL)
     // Stop taking async jobs and callbacks before the executor goes (runs in the middle stay `running`).
@@ -143,19 +222,27 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     });
     await services.async.recover();
     const local = await services.tenants.ensureLocal();
-    if (config.workspace) {
-      // After ensureLocal: the loader writes versions for the local tenant. The first load of every
-      // folder is awaited, so the core answers with the workspace's snippets from its first request.
-      const loader = new WorkspaceLoader({ dir: config.workspace, tenants: services.tenants, snippets: services.snippets, logger });
+    if (loader) {
+      // The first load of every folder is awaited, so the core answers with the workspace's snippets from its first request.
       await loader.start();
       cleanup.push(() => loader.stop());
       await loader.settled();
-      services.workspace = loader;
     }
-    const live = deps.repo.read(
-      (db) => new Set([...services.snippets.liveBlobs(db), ...services.store.liveBlobs(db), ...services.invocations.liveBlobs(db)]),
-    );
-    await deps.blobs.collectGarbage(live).catch((err) => logger.log('warn', 'blob garbage collection failed', { error: String(err) }));
+    // Blobs named by quarantined records stay too: restoring a record must find its value.
+    const keptAside = await quarantinedBlobs(quarantineDir(paths.root));
+    const liveBlobs = () =>
+      deps.repo.read(
+        (db) =>
+          new Set([
+            ...services.snippets.liveBlobs(db),
+            ...services.store.liveBlobs(db),
+            ...services.invocations.liveBlobs(db),
+            ...keptAside,
+          ]),
+      );
+    await deps.blobs
+      .collectGarbage(liveBlobs())
+      .catch((err) => logger.log('warn', 'blob garbage collection failed', { error: String(err) }));
 
     let openapi: unknown;
     const metrics = new Metrics();
@@ -172,11 +259,16 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       openapi: () => (openapi ??= buildOpenApi(allRoutes, EMULATOR_VERSION)),
       rendererDir: config.rendererDir,
     });
-    const server = createServer(app.callback());
+    // Koa's handler answers its own errors (ctx.onerror), so the promise it returns per request needs no one waiting on it.
+    const handle = app.callback();
+    const server = createServer((req, res) => void handle(req, res));
+    answerProtocolErrors(server); // what Node refuses before Koa sees it still answers problem+json
     await listen(server, config.port, config.host);
+    listened();
     cleanup.push(() => closeServer(server));
     const port = (server.address() as AddressInfo).port;
     url = `http://${hostForUrl(config.host)}:${port}`;
+    self = selfEndpoint(server.address() as AddressInfo, url);
     await lock.update({ port, url, admin_token: adminToken });
     services.async.start();
 
@@ -185,6 +277,13 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     }, config.storeSweepMs);
     sweeper.unref();
     cleanup.push(() => clearInterval(sweeper));
+    // While it runs too: blobs of invocations trimmed from the history (logs, outputs over 8 KiB), of
+    // overwritten store values and deleted versions would otherwise stay until the next start.
+    const blobSweeper = setInterval(() => {
+      deps.blobs.sweep(liveBlobs).catch((err) => logger.log('warn', 'blob sweep failed', { error: String(err) }));
+    }, config.blobSweepMs);
+    blobSweeper.unref();
+    cleanup.push(() => clearInterval(blobSweeper));
     cleanup.push(() => deps.repo.flush().catch(() => {}));
 
     logger.log('info', 'emulator started', { url, data_dir: paths.root, version: EMULATOR_VERSION, first_start: local.created });
@@ -197,6 +296,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       firstStart: local.created,
       dataDir: paths.root,
       services,
+      housekeeping,
       stop: () => (stopping ??= runCleanup().then(() => logger.log('info', 'emulator stopped', {}))),
     };
   } catch (err) {
@@ -208,7 +308,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EADDRINUSE') reject(new DataDirError(`${host}:${port}`, 'is already in use', 'Pass --port to choose another port (0 picks a free one).'));
+      if (err.code === 'EADDRINUSE')
+        reject(new DataDirError(`${host}:${port}`, 'is already in use', 'Pass --port to choose another port (0 picks a free one).'));
       else if (err.code === 'EADDRNOTAVAIL') reject(new DataDirError(host, 'is not an address of this machine', 'Pass --host 127.0.0.1.'));
       else reject(err);
     };

@@ -15,10 +15,7 @@ export const redact = (text: string) => text.replace(SECRETISH, (m) => `${m.slic
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function jsonLogger(
-  write: (line: string) => void,
-  opts: { level?: LogLevel; base?: LogFields; now?: () => Date } = {},
-): Logger {
+export function jsonLogger(write: (line: string) => void, opts: { level?: LogLevel; base?: LogFields; now?: () => Date } = {}): Logger {
   const min = ORDER[opts.level ?? 'info'];
   const now = opts.now ?? (() => new Date());
   const make = (base: LogFields): Logger => ({

@@ -1,5 +1,6 @@
 import { BlobStore } from './storage/blobs';
 import { Repository } from './storage/repository';
+import { quarantineDir } from './storage/quarantine';
 import { dataDirPaths, type DataDirPaths } from './storage/data-dir';
 import { aesGcmSecretBox, keyFileProvider, type SecretKeyProvider } from './crypto/secret-box';
 import type { Clock, CoreDeps } from './core-deps';
@@ -10,7 +11,7 @@ export async function openState(
   opts: { secretKeyProvider?: SecretKeyProvider; clock?: Clock } = {},
 ): Promise<{ paths: DataDirPaths; deps: CoreDeps }> {
   const paths = dataDirPaths(dataDir);
-  const repo = await Repository.open(paths.db);
+  const repo = await Repository.open(paths.db, { quarantineDir: quarantineDir(paths.root), now: opts.clock });
   const key = await (opts.secretKeyProvider ?? keyFileProvider(paths.secretKey))();
   return {
     paths,

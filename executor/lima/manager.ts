@@ -95,7 +95,8 @@ export const VmStatus = z.object({
 export type VmStatus = z.infer<typeof VmStatus>;
 
 /** An action refused, with a stable code (the HTTP layer maps it to a 409 or 502). */
-export type LimaRefusalCode = 'vm_unavailable' | 'vm_operation_running' | 'vm_exists' | 'vm_missing' | 'vm_running' | 'vm_not_running' | 'limactl_failed';
+export type LimaRefusalCode =
+  'vm_unavailable' | 'vm_operation_running' | 'vm_exists' | 'vm_missing' | 'vm_running' | 'vm_not_running' | 'limactl_failed';
 
 export class LimaRefused extends Error {
   constructor(
@@ -181,7 +182,8 @@ export class LimaManager {
   async status(): Promise<VmStatus> {
     const operation = this.snapshot();
     const reason = this.unavailableReason;
-    if (reason || !this.limactl) return { available: false, reason: reason ?? undefined, limactl: null, vm: { name: this.vmName, status: 'unknown' }, operation };
+    if (reason || !this.limactl)
+      return { available: false, reason: reason ?? undefined, limactl: null, vm: { name: this.vmName, status: 'unknown' }, operation };
     const [version, listed] = await Promise.all([this.version(), this.list()]);
     const base = { available: true, limactl: this.limactl, ...(version ? { limactl_version: version } : {}), operation };
     if (!listed.ok) return { ...base, error: listed.error, vm: { name: this.vmName, status: 'unknown' } };
@@ -192,15 +194,23 @@ export class LimaManager {
   create(): Promise<VmOperation> {
     return this.begin('create', async (vm, limactl) => {
       if (vm.status !== 'missing') {
-        throw new LimaRefused('vm_exists', `the VM '${this.vmName}' already exists (${vm.status || 'status unknown'}): start it, or remove it with \`limactl delete ${this.vmName}\` to create it afresh`);
+        throw new LimaRefused(
+          'vm_exists',
+          `the VM '${this.vmName}' already exists (${vm.status || 'status unknown'}): start it, or remove it with \`limactl delete ${this.vmName}\` to create it afresh`,
+        );
       }
       const root = this.opts.projectRoot;
-      if (!root) throw new LimaRefused('vm_unavailable', 'the project checkout is unknown, so the VM template (which mounts it) cannot be written');
+      if (!root)
+        throw new LimaRefused('vm_unavailable', 'the project checkout is unknown, so the VM template (which mounts it) cannot be written');
       const text = (this.opts.template ?? ((projectRoot) => limaTemplate({ projectRoot })))(root);
-      const dir = await mkdtemp(join(this.opts.tmpDir ?? tmpdir(), 'svc-emu-lima-'));
+      // Named after this process: the core's housekeeping removes it if a SIGKILL comes before the cleanup.
+      const dir = await mkdtemp(join(this.opts.tmpDir ?? tmpdir(), `svc-emu-lima-${process.pid}-`));
       const file = join(dir, `${this.vmName}.yaml`);
       await writeFile(file, text, { mode: 0o600 });
-      return { argv: [limactl, 'create', '--tty=false', '--name', this.vmName, file], cleanup: () => rm(dir, { recursive: true, force: true }) };
+      return {
+        argv: [limactl, 'create', '--tty=false', '--name', this.vmName, file],
+        cleanup: () => rm(dir, { recursive: true, force: true }),
+      };
     });
   }
 
@@ -254,7 +264,10 @@ export class LimaManager {
     if (reason || !this.limactl) throw new LimaRefused('vm_unavailable', reason ?? 'limactl is unknown');
     const limactl = this.limactl;
     if (this.preparing || this.current?.op.state === 'running') {
-      const what = this.current?.op.state === 'running' ? `'${this.current.op.kind}' is still running (since ${this.current.op.started_at})` : 'another operation is starting';
+      const what =
+        this.current?.op.state === 'running'
+          ? `'${this.current.op.kind}' is still running (since ${this.current.op.started_at})`
+          : 'another operation is starting';
       throw new LimaRefused('vm_operation_running', `one VM operation at a time: ${what}`);
     }
     this.preparing = true;
@@ -285,14 +298,18 @@ export class LimaManager {
     op.finished_at = this.clock().toISOString();
     if (res.error) op.error = `could not run ${argv[0]}: ${res.error}`;
     else if (signal.aborted) op.error = `stopped: the emulator shut down while limactl ${op.kind} ran`;
-    else if (res.code !== 0) op.error = res.code === null ? `limactl ${op.kind} was killed (${res.signal ?? 'signal'})` : `limactl ${op.kind} exited with code ${res.code}`;
+    else if (res.code !== 0)
+      op.error =
+        res.code === null ? `limactl ${op.kind} was killed (${res.signal ?? 'signal'})` : `limactl ${op.kind} exited with code ${res.code}`;
     if (op.error) {
       op.state = 'failed';
       this.append(op, op.error);
     } else {
       // Still `running` while the hook works (a start: the core connecting to the VM's agent), so a
       // client that waits for the end finds the core ready.
-      await Promise.resolve(this.opts.onSucceeded?.(op.kind)).catch((err: unknown) => this.append(op, `after ${op.kind}: ${err instanceof Error ? err.message : String(err)}`));
+      await Promise.resolve(this.opts.onSucceeded?.(op.kind)).catch((err: unknown) =>
+        this.append(op, `after ${op.kind}: ${err instanceof Error ? err.message : String(err)}`),
+      );
       op.state = 'succeeded';
     }
     return this.snapshot()!;
@@ -385,7 +402,21 @@ export function parseInstanceList(stdout: string): Listed {
   return { ok: true, instances };
 }
 
-const UNITS: Record<string, number> = { b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 };
+const UNITS: Record<string, number> = {
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  kib: 1024,
+  m: 1e6,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  g: 1e9,
+  gb: 1e9,
+  gib: 1024 ** 3,
+  t: 1e12,
+  tb: 1e12,
+  tib: 1024 ** 4,
+};
 
 /** Bytes from Lima's number, or from a size string (`4GiB`) as older releases and templates write it. */
 export function bytes(v: number | string | undefined): number | undefined {
@@ -396,13 +427,7 @@ export function bytes(v: number | string | undefined): number | undefined {
   return m && unit ? Math.round(Number(m[1]) * unit) : undefined;
 }
 
-const lastLines = (text: string) =>
-  text
-    .trim()
-    .split('\n')
-    .slice(-3)
-    .join(' / ')
-    .slice(0, 500);
+const lastLines = (text: string) => text.trim().split('\n').slice(-3).join(' / ').slice(0, 500);
 
 /** limactl on macOS, found on PATH; null elsewhere (Lima is not used there) or when it is not installed. */
 export function detectLimactl(opts: { platform?: NodeJS.Platform; path?: string } = {}): string | null {

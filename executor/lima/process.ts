@@ -60,7 +60,13 @@ export const spawnRunner: ProcessRunner = (argv, opts = {}) =>
       opts.signal?.removeEventListener('abort', onAbort);
       splitters.stdout.end();
       splitters.stderr.end();
-      resolve({ code: startError ? null : code, signal, stdout: kept.stdout, stderr: kept.stderr, ...(startError ? { error: startError } : {}) });
+      resolve({
+        code: startError ? null : code,
+        signal,
+        stdout: kept.stdout,
+        stderr: kept.stderr,
+        ...(startError ? { error: startError } : {}),
+      });
     });
   });
 
@@ -74,7 +80,10 @@ const ANSI = /\x1b\[[0-9;?]*[A-Za-z]/g;
 export function lineSplitter(emit: (line: string) => void): { push(text: string): void; end(): void } {
   let buf = '';
   const flush = (raw: string) => {
-    const parts = raw.replace(ANSI, '').split('\r').filter((p) => p.trim() !== '');
+    const parts = raw
+      .replace(ANSI, '')
+      .split('\r')
+      .filter((p) => p.trim() !== '');
     const line = parts.at(-1)?.trimEnd();
     if (line) emit(line);
   };

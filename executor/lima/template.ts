@@ -27,7 +27,9 @@ export interface LimaTemplateOptions {
 export function limaTemplate(opts: LimaTemplateOptions): string {
   const manifest =
     opts.manifest ??
-    (JSON.parse(readFileSync(join(opts.projectRoot, 'executor', 'runtimes', 'manifest.json'), 'utf8')) as NonNullable<LimaTemplateOptions['manifest']>);
+    (JSON.parse(readFileSync(join(opts.projectRoot, 'executor', 'runtimes', 'manifest.json'), 'utf8')) as NonNullable<
+      LimaTemplateOptions['manifest']
+    >);
   const images = opts.image ?? [
     { location: 'https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2', arch: 'x86_64' as const },
     { location: 'https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-arm64.qcow2', arch: 'aarch64' as const },
@@ -85,5 +87,8 @@ export function limaAgentArgv(opts: { projectRoot: string; bunBin?: string; lima
     opts.projectRoot,
     '--work',
     '/var/lib/svc-emu/work',
+    // A spare per runtime that has imported its framework too, as `svc-emu serve` keeps on Linux.
+    '--spares',
+    'all',
   ];
 }

@@ -1,6 +1,24 @@
 import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
-import { CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, monoMs, parseIntOr, parseKeyedInts, parsePids, quotaUs, rmdirRetry, validateCpuPercent, validateGroupId, validateLimits } from './common';
+import {
+  CFS_PERIOD_US,
+  PARENT_GROUP,
+  enterGroupsArgv,
+  killAllExcept,
+  killLoop,
+  mib,
+  pollUntil,
+  monoMs,
+  parseIntOr,
+  keyedInt,
+  parseKeyedInts,
+  parsePids,
+  quotaUs,
+  rmdirRetry,
+  validateCpuPercent,
+  validateGroupId,
+  validateLimits,
+} from './common';
 import type { CgroupMount } from './mountinfo';
 import { v1MountFor } from './mountinfo';
 import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
@@ -17,8 +35,13 @@ import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types
  *   cpuacct: cpuacct.usage (ns).
  *   pids:    pids.max.
  *
- * killAll is a SIGKILL loop over cgroup.procs (no freezer: a fork racing the loop joins the same group and
- * dies in the next round; pids.max bounds how many can appear).
+ *   freezer: freezer.state (optional: used when the hierarchy is mounted and writable).
+ *
+ * Killing: with the freezer, the group is frozen (FROZEN, read back until the kernel says so), every process
+ * is sent SIGKILL, then the group is thawed and the kills land: a fork cannot race it. killAllExcept(keep)
+ * does the same but spares the sandbox's own processes (the end of each invocation). Without a freezer
+ * hierarchy it is a SIGKILL loop over cgroup.procs (a fork racing the loop joins the same group and dies in
+ * the next round; pids.max bounds how many can appear), and a note says so.
  */
 
 export type V1Hierarchy = 'memory' | 'cpu' | 'cpuacct' | 'pids';
@@ -31,6 +54,8 @@ export interface CgroupV1Options {
   fs?: CgroupFs;
   kill?: KillFn;
   parent?: string;
+  /** Use the freezer hierarchy when mounted (default true; false: the kill loop only). */
+  freezer?: boolean;
 }
 
 export class CgroupV1Backend implements LimitBackend {
@@ -45,6 +70,8 @@ export class CgroupV1Backend implements LimitBackend {
     private readonly useMemsw: boolean,
     private readonly fs: CgroupFs,
     private readonly kill: KillFn,
+    /** The freezer hierarchy's parent group dir, or null (no freezer: kill loop). */
+    readonly freezerParent: string | null = null,
   ) {}
 
   /** Finds the hierarchies, creates the parent groups (once; existing ones are fine). Throws with the reason. */
@@ -63,6 +90,18 @@ export class CgroupV1Backend implements LimitBackend {
     }
     for (const dir of new Set(Object.values(parents))) await fs.mkdir(dir);
     const notes: string[] = [];
+    let freezerParent: string | null = null;
+    const fm = opts.freezer === false ? undefined : v1MountFor(opts.mounts, 'freezer');
+    const freezerMount = fm ? fsRoot + fm.mountPoint.replace(/\/$/, '') : null;
+    if (freezerMount && (await fs.writable(freezerMount))) {
+      freezerParent = `${freezerMount}/${parentName}`;
+      await fs.mkdir(freezerParent);
+    } else {
+      notes.push(
+        'no writable freezer hierarchy: processes are killed with a SIGKILL loop over cgroup.procs ' +
+          '(a fork racing it dies in the next round)',
+      );
+    }
     const swapAccounted = await fs.exists(`${parents.memory}/memory.memsw.limit_in_bytes`);
     const swaps = await fs.read(`${fsRoot}/proc/swaps`);
     const hostHasSwap = swaps === null ? true : swaps.trim().split('\n').length > 1;
@@ -71,33 +110,45 @@ export class CgroupV1Backend implements LimitBackend {
       // Swap 0 holds trivially. memsw is left unset on purpose: with memsw == limit, a kernel 6.18 charge
       // fails on the memsw counter first, and neither memory.failcnt nor memory.memsw.failcnt counts it
       // (measured), which would blind the memory watchdog's limit-hit signal.
-      notes.push('no swap on this host: swap 0 holds without memory.memsw (left unset so memory.failcnt counts limit hits); memory.swappiness 0');
+      notes.push(
+        'no swap on this host: swap 0 holds without memory.memsw (left unset so memory.failcnt counts limit hits); memory.swappiness 0',
+      );
     } else if (!swapAccounted) {
-      notes.push('swap is not accounted (memory.memsw.* absent; boot with swapaccount=1): memory.swappiness 0 instead, swap may exceed the limit');
+      notes.push(
+        'swap is not accounted (memory.memsw.* absent; boot with swapaccount=1): memory.swappiness 0 instead, swap may exceed the limit',
+      );
     } else {
-      notes.push('swap 0 via memory.memsw.limit_in_bytes; limit hits are read from memory.failcnt + memory.memsw.failcnt (some kernels count neither: then OOM is seen through oom_kill only)');
+      notes.push(
+        'swap 0 via memory.memsw.limit_in_bytes; limit hits are read from memory.failcnt + memory.memsw.failcnt (some kernels count neither: then OOM is seen through oom_kill only)',
+      );
     }
-    if (!(await fs.exists(`${parents.memory}/memory.oom_control`)) ||
-        !parseKeyedInts(await fs.read(`${parents.memory}/memory.oom_control`)).has('oom_kill')) {
+    if (
+      !(await fs.exists(`${parents.memory}/memory.oom_control`)) ||
+      !parseKeyedInts(await fs.read(`${parents.memory}/memory.oom_control`)).has('oom_kill')
+    ) {
       notes.push('memory.oom_control has no oom_kill counter (kernel < 4.13): OOM kills are inferred from memory.failcnt and exit status');
     }
     if (mountsShareCpu(parents)) notes.push('cpu and cpuacct share one hierarchy');
-    return new CgroupV1Backend(parents, notes, useMemsw, fs, opts.kill ?? nodeKill);
+    return new CgroupV1Backend(parents, notes, useMemsw, fs, opts.kill ?? nodeKill, freezerParent);
   }
 
   async sweep(isStale: (id: string) => boolean): Promise<number> {
     if (!this.fs.list) return 0;
     const ids = new Set<string>();
-    for (const parent of new Set(Object.values(this.parents))) for (const name of await this.fs.list(parent)) ids.add(name);
+    const parents = new Set(Object.values(this.parents));
+    if (this.freezerParent) parents.add(this.freezerParent);
+    for (const parent of parents) for (const name of await this.fs.list(parent)) ids.add(name);
     let removed = 0;
     for (const id of ids) {
       if (!isStale(id)) continue;
       const dirs = {} as Record<V1Hierarchy, string>;
       for (const h of NEEDED) dirs[h] = `${this.parents[h]}/${id}`;
-      await new CgroupV1Group(id, dirs, this.fs, this.kill).destroy().then(
-        () => removed++,
-        () => {},
-      );
+      await this.group(id, dirs)
+        .destroy()
+        .then(
+          () => removed++,
+          () => {},
+        );
     }
     return removed;
   }
@@ -107,7 +158,7 @@ export class CgroupV1Backend implements LimitBackend {
     validateLimits(limits.memoryMb, limits.pidsMax);
     const dirs = {} as Record<V1Hierarchy, string>;
     for (const h of NEEDED) dirs[h] = `${this.parents[h]}/${id}`;
-    const group = new CgroupV1Group(id, dirs, this.fs, this.kill);
+    const group = this.group(id, dirs);
     let preexisting = false;
     for (const dir of group.uniqueDirs) {
       if (await this.fs.exists(dir)) preexisting = true;
@@ -138,6 +189,10 @@ export class CgroupV1Backend implements LimitBackend {
     }
     return group;
   }
+
+  private group(id: string, dirs: Record<V1Hierarchy, string>): CgroupV1Group {
+    return new CgroupV1Group(id, dirs, this.fs, this.kill, this.freezerParent ? `${this.freezerParent}/${id}` : null);
+  }
 }
 
 function mountsShareCpu(p: Record<V1Hierarchy, string>): boolean {
@@ -154,12 +209,42 @@ export class CgroupV1Group implements LimitGroup {
     readonly dirs: Record<V1Hierarchy, string>,
     private readonly fs: CgroupFs,
     private readonly kill: KillFn,
+    /** This group's directory in the freezer hierarchy (null: no freezer, kill loop). */
+    readonly freezerDir: string | null = null,
   ) {
-    this.uniqueDirs = [...new Set(NEEDED.map((h) => dirs[h]))];
+    this.uniqueDirs = [...new Set([...NEEDED.map((h) => dirs[h]), ...(freezerDir ? [freezerDir] : [])])];
+  }
+
+  private freezer() {
+    const dir = this.freezerDir;
+    if (!dir) return null;
+    const state = `${dir}/freezer.state`;
+    return {
+      freeze: async () => {
+        try {
+          await this.fs.write(state, 'FROZEN');
+        } catch (err) {
+          // A leftover group made before the freezer was used has no freezer dir: the kill loop does it. A group
+          // removed meanwhile (ENODEV: its destroy won the race) has nothing left to freeze.
+          if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'ENODEV') return false;
+          throw err;
+        }
+        return pollUntil(async () => (await this.fs.read(state))?.trim() === 'FROZEN', 1000);
+      },
+      thaw: async () => {
+        await this.fs.write(state, 'THAWED').catch((err) => {
+          // Gone (ENOENT), or removed while frozen (ENODEV): nothing is left to thaw.
+          if (errnoOf(err) !== 'ENOENT' && errnoOf(err) !== 'ENODEV') throw err;
+        });
+      },
+    };
   }
 
   wrap(argv: string[]): string[] {
-    return enterGroupsArgv(this.uniqueDirs.map((d) => `${d}/cgroup.procs`), argv);
+    return enterGroupsArgv(
+      this.uniqueDirs.map((d) => `${d}/cgroup.procs`),
+      argv,
+    );
   }
 
   async resetPeak(): Promise<void> {
@@ -187,7 +272,7 @@ export class CgroupV1Group implements LimitGroup {
 
   async sample(): Promise<UsageSample> {
     const m = this.dirs.memory;
-    const [usage, maxUsage, cpuacct, cpuStat, oomControl, failcnt, memswFailcnt, stat] = await Promise.all([
+    const [usage, maxUsage, cpuacct, cpuStat, oomControl, failcnt, memswFailcnt, stat, pidsEvents] = await Promise.all([
       this.fs.read(`${m}/memory.usage_in_bytes`),
       this.fs.read(`${m}/memory.max_usage_in_bytes`),
       this.fs.read(`${this.dirs.cpuacct}/cpuacct.usage`),
@@ -196,12 +281,12 @@ export class CgroupV1Group implements LimitGroup {
       this.fs.read(`${m}/memory.failcnt`),
       this.fs.read(`${m}/memory.memsw.failcnt`),
       this.fs.read(`${m}/memory.stat`),
+      this.fs.read(`${this.dirs.pids}/pids.events`),
     ]);
     const memory = parseIntOr(usage, 0);
     this.peakSeen = Math.max(this.peakSeen, memory);
     const cpu = parseKeyedInts(cpuStat);
-    const st = parseKeyedInts(stat);
-    const anon = st.get('total_rss') ?? st.get('rss');
+    const anon = keyedInt(stat, 'total_rss') ?? keyedInt(stat, 'rss');
     return {
       at_ms: monoMs(),
       memory_bytes: memory,
@@ -213,6 +298,7 @@ export class CgroupV1Group implements LimitGroup {
       // With swap accounted, memory+swap is charged first, so hitting the limit counts in memsw.failcnt.
       limit_hits: parseIntOr(failcnt, 0) + parseIntOr(memswFailcnt, 0),
       ...(anon !== undefined ? { memory_anon_bytes: anon } : {}),
+      ...(pidsEvents !== null ? { pids_limit_hits: parseKeyedInts(pidsEvents).get('max') ?? 0 } : {}),
     };
   }
 
@@ -223,7 +309,21 @@ export class CgroupV1Group implements LimitGroup {
   }
 
   async killAll(): Promise<void> {
-    await killLoop(() => this.pids(), this.kill, 1000);
+    if (!this.freezerDir) {
+      await killLoop(() => this.pids(), this.kill, 1000);
+      return;
+    }
+    await killAllExcept(() => this.pids(), new Set(), this.kill, this.freezer(), 1000);
+  }
+
+  async killAllExcept(keep: ReadonlySet<number>): Promise<number> {
+    // The end of every warm run, and nearly always only the sandbox's own processes are left: one list says
+    // so. A process the snippet started is in every hierarchy its runner is in (moving out of one takes a
+    // write to cgroupfs, which the sandbox has no way to reach), so one hierarchy shows any there is.
+    if (parsePids(await this.fs.read(`${this.dirs.pids}/cgroup.procs`)).every((pid) => keep.has(pid))) return 0;
+    const { killed, left } = await killAllExcept(() => this.pids(), keep, this.kill, this.freezer(), 1000);
+    if (left.length) throw new Error(`cgroup v1 group ${this.id}: processes ${left.join(', ')} survived SIGKILL`);
+    return killed;
   }
 
   async destroy(): Promise<void> {

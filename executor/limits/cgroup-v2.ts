@@ -1,6 +1,23 @@
 import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
-import { CFS_PERIOD_US, PARENT_GROUP, enterGroupsArgv, killLoop, mib, parsePids, quotaUs, rmdirRetry, sampleV2, sleep, validateCpuPercent, validateGroupId, validateLimits, waitEmpty } from './common';
+import {
+  CFS_PERIOD_US,
+  PARENT_GROUP,
+  enterGroupsArgv,
+  killAllExcept,
+  mib,
+  parseKeyedInts,
+  parsePids,
+  pollUntil,
+  quotaUs,
+  rmdirRetry,
+  sampleV2,
+  sleep,
+  validateCpuPercent,
+  validateGroupId,
+  validateLimits,
+  waitEmpty,
+} from './common';
 import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
 
 /**
@@ -27,7 +44,9 @@ import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types
  * Per group: memory.max, memory.swap.max 0, memory.oom.group 1 (a kernel OOM kill takes the whole sandbox,
  * as "killed hard" says), pids.max, cpu.max ("max 100000" or "QUOTA 100000"). Without the cpu controller
  * (systemd < 252 does not delegate it; RHEL 9) the backend is `degraded`: the CPU cap is not enforced.
- * killAll writes cgroup.kill (kernel ≥ 5.14) or falls back to a SIGKILL loop.
+ * killAll writes cgroup.kill (kernel ≥ 5.14) or falls back to freeze (cgroup.freeze, kernel ≥ 5.2), SIGKILL,
+ * thaw. killAllExcept(keep) — the end of each invocation — freezes the group, SIGKILLs every process not in
+ * `keep` (the sandbox's own), thaws; a SIGKILL loop where cgroup.freeze is absent.
  */
 
 export interface CgroupV2Plan {
@@ -67,7 +86,9 @@ export async function planCgroupV2(
   const available = await controllersOf(fs, anchorDir);
   const missing = ['memory', 'pids'].filter((c) => !available.has(c));
   if (missing.length) {
-    return { reason: `cgroup v2 at ${anchorDir}: controller(s) ${missing.join(', ')} not available (cgroup.controllers: "${[...available].join(' ')}")` };
+    return {
+      reason: `cgroup v2 at ${anchorDir}: controller(s) ${missing.join(', ')} not available (cgroup.controllers: "${[...available].join(' ')}")`,
+    };
   }
   for (const f of ['cgroup.subtree_control', 'cgroup.procs']) {
     if (!(await fs.writable(`${anchorDir}/${f}`))) return { reason: `cgroup v2: ${anchorDir}/${f} is not writable by us` };
@@ -96,7 +117,8 @@ export class CgroupV2Backend implements LimitBackend {
     const notes: string[] = [];
     const moved = await enableControllers(fs, anchor, wanted, `${anchor}/${opts.coreLeaf ?? 'svc-emu-core'}`);
     if (moved < 0) throw new Error(`cgroup v2: ${anchor} has processes; cannot enable controllers`);
-    if (moved > 0) notes.push(`moved ${moved} process(es) of ${anchor} into ${opts.coreLeaf ?? 'svc-emu-core'} (no internal processes rule)`);
+    if (moved > 0)
+      notes.push(`moved ${moved} process(es) of ${anchor} into ${opts.coreLeaf ?? 'svc-emu-core'} (no internal processes rule)`);
     const base = `${anchor}/${opts.parent ?? PARENT_GROUP}`;
     await fs.mkdir(base);
     const moved2 = await enableControllers(fs, base, wanted, null);
@@ -225,6 +247,29 @@ export class CgroupV2Group implements LimitGroup {
     return this.fs.read(`${this.dir}/cgroup.procs`).then(parsePids);
   }
 
+  /** cgroup.freeze, confirmed by `frozen 1` in cgroup.events; null before kernel 5.2 (no such file). */
+  private async freezer() {
+    const file = `${this.dir}/cgroup.freeze`;
+    if (!(await this.fs.exists(file))) return null;
+    return {
+      freeze: async () => {
+        await this.fs.write(file, '1');
+        return pollUntil(async () => parseKeyedInts(await this.fs.read(`${this.dir}/cgroup.events`)).get('frozen') === 1, 1000);
+      },
+      thaw: async () => {
+        await this.fs.write(file, '0').catch((err) => {
+          if (errnoOf(err) !== 'ENOENT') throw err;
+        });
+      },
+    };
+  }
+
+  async killAllExcept(keep: ReadonlySet<number>): Promise<number> {
+    const { killed, left } = await killAllExcept(() => this.pids(), keep, this.kill, await this.freezer(), 1000);
+    if (left.length) throw new Error(`cgroup v2 group ${this.id}: processes ${left.join(', ')} survived SIGKILL`);
+    return killed;
+  }
+
   async killAll(): Promise<void> {
     if (await this.fs.exists(`${this.dir}/cgroup.kill`)) {
       try {
@@ -233,10 +278,10 @@ export class CgroupV2Group implements LimitGroup {
         if (left.length === 0) return;
       } catch (err) {
         if (errnoOf(err) === 'ENOENT') return;
-        // fall through to the loop
+        // fall through to freeze-and-kill
       }
     }
-    await killLoop(() => this.pids(), this.kill, 1000);
+    await killAllExcept(() => this.pids(), new Set(), this.kill, await this.freezer(), 1000);
   }
 
   async destroy(): Promise<void> {

@@ -56,6 +56,23 @@ export function enterGroupsArgv(procsFiles: string[], argv: string[]): string[] 
 }
 
 /** "key value" lines (cpu.stat, memory.events, memory.stat, memory.oom_control) → map. */
+/**
+ * One key of a `key value` per line cgroup file, as parseKeyedInts reads it, without splitting the rest: memory.stat
+ * has ~40 lines and a sample reads it twice per invocation (bench/results/profile-warm-path.md: parsing it whole was
+ * ~3% of the core's CPU on the warm path). cgroup files put each key at the start of its line, once.
+ */
+export function keyedInt(text: string | null, key: string): number | undefined {
+  if (!text) return undefined;
+  const head = `${key} `;
+  const first = text.startsWith(head);
+  const newline = first ? 0 : text.indexOf(`\n${head}`);
+  if (newline < 0) return undefined;
+  const start = first ? 0 : newline + 1;
+  const end = text.indexOf('\n', start);
+  const m = /^(\S+)\s+(-?\d+)\s*$/.exec(text.slice(start, end < 0 ? undefined : end).trim());
+  return m && m[1] === key ? Number(m[2]) : undefined;
+}
+
 export function parseKeyedInts(text: string | null): Map<string, number> {
   const out = new Map<string, number>();
   if (!text) return out;
@@ -91,7 +108,7 @@ export const monoMs = () => performance.now();
  */
 export async function killLoop(listPids: () => Promise<number[]>, kill: KillFn, boundMs = 1000): Promise<number[]> {
   const deadline = monoMs() + boundMs;
-  for (;;) {
+  for (let round = 0; ; round++) {
     const pids = await listPids();
     if (pids.length === 0) return [];
     for (const pid of pids) {
@@ -102,17 +119,74 @@ export async function killLoop(listPids: () => Promise<number[]>, kill: KillFn, 
       }
     }
     if (monoMs() > deadline) return pids;
-    await sleep(5);
+    // A SIGKILLed process is gone within a few ms: look again after 1, 2, 4 ms, then every 5 (a timeout's answer waits for this).
+    await sleep(Math.min(5, 1 << round));
   }
+}
+
+/** A group's freezer (v1 `freezer.state`, v2 `cgroup.freeze`). */
+export interface Freezer {
+  /** Freezes the group; true once the kernel reports it frozen, false when it did not get there in time. */
+  freeze(): Promise<boolean>;
+  thaw(): Promise<void>;
+}
+
+/** Polls `done` until true or `boundMs` passed (first check at once: an idle group freezes in well under 1 ms). */
+export async function pollUntil(done: () => Promise<boolean>, boundMs = 1000): Promise<boolean> {
+  const deadline = monoMs() + boundMs;
+  for (;;) {
+    if (await done()) return true;
+    if (monoMs() > deadline) return false;
+    await sleep(1);
+  }
+}
+
+/**
+ * SIGKILLs every pid of the group that is not in `keep`. With a freezer: freeze, read the list (stable now:
+ * a frozen process cannot fork), kill, thaw; the kills land as the group thaws. Then, bounded, kill again
+ * whatever is still there besides `keep` (no freezer, or a group that did not freeze in time: a fork racing
+ * the loop is caught by the next round). Cheap when there is nothing to do: one read of the list.
+ * Returns how many pids were signalled and those still there when time ran out.
+ */
+export async function killAllExcept(
+  listPids: () => Promise<number[]>,
+  keep: ReadonlySet<number>,
+  kill: KillFn,
+  freezer: Freezer | null,
+  boundMs = 1000,
+): Promise<{ killed: number; left: number[] }> {
+  const extra = async () => (await listPids()).filter((p) => !keep.has(p));
+  if ((await extra()).length === 0) return { killed: 0, left: [] };
+  const signalled = new Set<number>();
+  const counting: KillFn = (pid, signal) => {
+    kill(pid, signal);
+    signalled.add(pid);
+  };
+  if (freezer) {
+    try {
+      await freezer.freeze();
+      for (const pid of await extra()) {
+        try {
+          counting(pid, 'SIGKILL');
+        } catch (err) {
+          if (errnoOf(err) !== 'ESRCH') throw err;
+        }
+      }
+    } finally {
+      await freezer.thaw();
+    }
+  }
+  const left = await killLoop(extra, counting, boundMs);
+  return { killed: signalled.size, left };
 }
 
 /** Waits until `listPids` is empty, bounded; returns what is left. */
 export async function waitEmpty(listPids: () => Promise<number[]>, boundMs = 1000): Promise<number[]> {
   const deadline = monoMs() + boundMs;
-  for (;;) {
+  for (let round = 0; ; round++) {
     const pids = await listPids();
     if (pids.length === 0 || monoMs() > deadline) return pids;
-    await sleep(5);
+    await sleep(Math.min(5, 1 << round)); // as killLoop
   }
 }
 
@@ -139,16 +213,17 @@ export async function rmdirRetry(fs: CgroupFs, dir: string, boundMs = 1000): Pro
  * the running max of samples, used when the kernel has no memory.peak (< 5.19).
  */
 export async function sampleV2(fs: CgroupFs, dir: string, peakSeen: number): Promise<UsageSample> {
-  const [current, peak, cpuStat, events, stat] = await Promise.all([
+  const [current, peak, cpuStat, events, stat, pidsEvents] = await Promise.all([
     fs.read(`${dir}/memory.current`),
     fs.read(`${dir}/memory.peak`),
     fs.read(`${dir}/cpu.stat`),
     fs.read(`${dir}/memory.events`),
     fs.read(`${dir}/memory.stat`),
+    fs.read(`${dir}/pids.events`),
   ]);
   const cpu = parseKeyedInts(cpuStat);
   const ev = parseKeyedInts(events);
-  const st = parseKeyedInts(stat);
+  const anon = keyedInt(stat, 'anon');
   const memory = parseIntOr(current, 0);
   const kernelPeak = peak === null ? null : parseIntOr(peak, 0);
   return {
@@ -159,7 +234,8 @@ export async function sampleV2(fs: CgroupFs, dir: string, peakSeen: number): Pro
     cpu_throttled_ns: (cpu.get('throttled_usec') ?? 0) * 1000,
     oom_kills: ev.get('oom_kill') ?? 0,
     limit_hits: ev.get('max') ?? 0,
-    ...(st.has('anon') ? { memory_anon_bytes: st.get('anon') ?? 0 } : {}),
+    ...(anon !== undefined ? { memory_anon_bytes: anon } : {}),
+    ...(pidsEvents !== null ? { pids_limit_hits: parseKeyedInts(pidsEvents).get('max') ?? 0 } : {}),
   };
 }
 

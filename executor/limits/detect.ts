@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { CgroupFs, ExecFn, KillFn } from './cgroupfs';
-import { nodeCgroupFs, nodeKill } from './cgroupfs';
+import { createNodeCgroupFs, nodeKill } from './cgroupfs';
 import { CgroupV1Backend } from './cgroup-v1';
 import { CPU_NOT_DELEGATED, CgroupV2Backend, planCgroupV2 } from './cgroup-v2';
 import { nodeExec } from './common';
@@ -70,9 +70,10 @@ export async function detectLimitBackend(opts: DetectOptions = {}): Promise<Dete
   const forced = opts.force ?? (env.SVC_EMU_LIMITS as LimitBackendName | undefined);
 
   if (platform !== 'linux') {
-    const why = platform === 'darwin'
-      ? 'macOS has no cgroups: limits are enforced only inside the Lima VM executor; here only the timeout is enforced'
-      : `${platform} has no cgroups: only the timeout is enforced`;
+    const why =
+      platform === 'darwin'
+        ? 'macOS has no cgroups: limits are enforced only inside the Lima VM executor; here only the timeout is enforced'
+        : `${platform} has no cgroups: only the timeout is enforced`;
     checked.push(`platform ${platform}: no cgroup backends`);
     return { backend: new NoLimitBackend(why, kill), reason: `none — ${why}`, checked };
   }
@@ -84,19 +85,19 @@ export async function detectLimitBackend(opts: DetectOptions = {}): Promise<Dete
     fsRoot: opts.fsRoot ?? '',
     env,
     exec: opts.exec ?? nodeExec,
-    fs: opts.fs ?? nodeCgroupFs,
+    fs: opts.fs ?? createNodeCgroupFs(),
     kill,
   };
 
   if (forced === 'none') {
-    const why = `${NO_BACKEND} (SVC_EMU_LIMITS=none)`;
+    const why = `${NO_BACKEND} (${opts.force ? 'pinned by the caller' : 'SVC_EMU_LIMITS=none'})`;
     checked.push('forced: none');
     return { backend: new NoLimitBackend(why, kill), reason: `none — ${why}`, checked };
   }
-  if (forced !== undefined && !ORDER.includes(forced as (typeof ORDER)[number])) {
+  if (forced !== undefined && !ORDER.includes(forced)) {
     checked.push(`SVC_EMU_LIMITS=${String(forced)} is not a backend name (ignored)`);
   }
-  const order = forced && ORDER.includes(forced as (typeof ORDER)[number]) ? [forced as (typeof ORDER)[number]] : ORDER;
+  const order = forced && ORDER.includes(forced) ? [forced] : ORDER;
 
   for (const name of order) {
     let attempt: Attempt;
@@ -142,7 +143,9 @@ async function tryV2(c: Ctx): Promise<Attempt> {
     if (/\.(scope|service)$/.test(unit) && (await userManagerReachable(c))) {
       const r = await c.exec('systemctl', ['--user', 'show', '-p', 'Delegate', '--value', unit], { timeoutMs: 3000 });
       if (r.code === 0 && r.stdout.trim() !== 'yes') {
-        return { skip: `our cgroup belongs to systemd unit ${unit}, which is not delegated (Delegate=no): start the emulator with \`systemd-run --user -p Delegate=yes …\` to manage cgroups directly` };
+        return {
+          skip: `our cgroup belongs to systemd unit ${unit}, which is not delegated (Delegate=no): start the emulator with \`systemd-run --user -p Delegate=yes …\` to manage cgroups directly`,
+        };
       }
     }
   }
@@ -183,8 +186,7 @@ async function trySystemd(c: Ctx): Promise<Attempt> {
   const run = await c.exec('systemd-run', ['--version'], { timeoutMs: 3000 });
   if (run.code !== 0) return { skip: `systemd-run not usable: ${(run.error ?? run.stderr).trim()}` };
   // What the user manager may hand out: its own cgroup's controllers.
-  const managerPath = /^(.*\/user@\d+\.service)(\/|$)/.exec(c.selfV2 ?? '')?.[1]
-    ?? `/user.slice/user-${c.uid}.slice/user@${c.uid}.service`;
+  const managerPath = /^(.*\/user@\d+\.service)(\/|$)/.exec(c.selfV2 ?? '')?.[1] ?? `/user.slice/user-${c.uid}.slice/user@${c.uid}.service`;
   const managerDir = cgroupDir(m, managerPath, c.fsRoot);
   const text = managerDir ? await c.fs.read(`${managerDir}/cgroup.controllers`) : null;
   const notes: string[] = [];
@@ -193,7 +195,8 @@ async function trySystemd(c: Ctx): Promise<Attempt> {
     notes.push(`could not read ${managerPath}/cgroup.controllers: delegation unknown`);
   } else {
     const ctrls = new Set(text.split(/\s+/).filter(Boolean));
-    if (!ctrls.has('memory')) problems.push('the memory controller is not delegated to the systemd user manager: MemoryMax is not enforced');
+    if (!ctrls.has('memory'))
+      problems.push('the memory controller is not delegated to the systemd user manager: MemoryMax is not enforced');
     if (!ctrls.has('pids')) problems.push('the pids controller is not delegated: TasksMax is not enforced');
     if (!ctrls.has('cpu')) problems.push(CPU_NOT_DELEGATED.replace(/^cgroup v2: /, ''));
   }

@@ -4,8 +4,20 @@
  */
 
 export const V1_CONTROLLERS = new Set([
-  'cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'net_cls', 'net_prio', 'blkio', 'perf_event',
-  'hugetlb', 'pids', 'rdma', 'misc',
+  'cpu',
+  'cpuacct',
+  'cpuset',
+  'memory',
+  'devices',
+  'freezer',
+  'net_cls',
+  'net_prio',
+  'blkio',
+  'perf_event',
+  'hugetlb',
+  'pids',
+  'rdma',
+  'misc',
 ]);
 
 export interface CgroupMount {

@@ -31,6 +31,12 @@ export interface UsageSample {
    * MemoryWatchdog uses this to tell "really out of memory" from "cache being reclaimed". Additive.
    */
   memory_anon_bytes?: number;
+  /**
+   * Times a fork or clone met the group's process cap (v1 and v2 `pids.events` max), where the backend can
+   * tell. A runner that met it may have lost threads of its own (Bun aborts later): such a sandbox is not
+   * reused. Additive.
+   */
+  pids_limit_hits?: number;
 }
 
 export interface LimitGroup {
@@ -52,6 +58,18 @@ export interface LimitGroup {
   sample(): Promise<UsageSample>;
   /** SIGKILL every process in the group (and wait until none is left, bounded). */
   killAll(): Promise<void>;
+  /**
+   * The processes in the group now (thread-group ids; zombies are not listed). Additive: `none` lists the
+   * members of the process groups it tracks.
+   */
+  pids?(): Promise<number[]>;
+  /**
+   * SIGKILLs every process in the group whose pid is not in `keep` (the sandbox's own wrapper, bubblewrap
+   * and runner), so nothing an invocation started outlives it while the warm runner stays. cgroup v1 and
+   * v2 freeze the group first (a fork cannot race the kill), then thaw; when only kept pids are there it
+   * is one read of cgroup.procs. Returns how many processes were killed. Additive.
+   */
+  killAllExcept?(keep: ReadonlySet<number>): Promise<number>;
   /** Kill what is left and remove the group. Idempotent. */
   destroy(): Promise<void>;
   /**

@@ -4,7 +4,7 @@ import type { UsageSample } from './types';
 /**
  * Watches a group's memory and says "OOM" as soon as the evidence is there, so the executor can kill the
  * group itself instead of waiting for the kernel: under a tight CPU quota the kernel's reclaim-then-OOM
- * path can run throttled: STACK.md measured ~39 s to kill a 300 MB allocation under 64 MiB at 10% CPU.
+ * path can run throttled: docs/host-facts.md records ~39 s to kill a 300 MB allocation under 64 MiB at 10% CPU.
  * (Kernels differ: on kernel 6.18 / cgroup v1 the same case was killed in ~0.4 s, so here the kernel
  * usually wins and the watchdog reports `kernel_oom_kill`; with the kernel's OOM killer held off it
  * trips 50–100 ms after usage reaches the limit.)
@@ -52,6 +52,11 @@ export interface MemoryWatchdogOptions {
   consecutive?: number;
   /** Counters to compare the first sample against (e.g. sampled right after create()); else the first sample is the baseline. */
   baseline?: UsageSample;
+  /**
+   * The first poll comes after this many ms instead of at once: a caller that sampled the group just
+   * before start() (the executor's `first`, given as the baseline) need not read it again (default 0).
+   */
+  firstAfterMs?: number;
 }
 
 export class MemoryWatchdog {
@@ -79,12 +84,13 @@ export class MemoryWatchdog {
     return this.trippedWith;
   }
 
-  /** Starts polling; the first sample is the baseline (counters that were already up do not trip). */
+  /** Starts polling; the first sample is the baseline unless one was given (counters that were already up do not trip). */
   start(): void {
     if (this.running) return;
     this.running = true;
     this.startedAt = monoMs();
-    void this.tick();
+    if (this.opts.firstAfterMs) this.schedule(this.opts.firstAfterMs);
+    else void this.tick();
   }
 
   stop(): void {
@@ -104,8 +110,7 @@ export class MemoryWatchdog {
       reason = 'kernel_oom_kill';
     } else {
       const atLimit =
-        s.memory_bytes >= this.atLimitRatio * limit &&
-        (s.memory_anon_bytes === undefined || s.memory_anon_bytes >= this.anonRatio * limit);
+        s.memory_bytes >= this.atLimitRatio * limit && (s.memory_anon_bytes === undefined || s.memory_anon_bytes >= this.anonRatio * limit);
       if (!atLimit) {
         this.streak = 0;
       } else {
@@ -144,7 +149,11 @@ export class MemoryWatchdog {
       this.opts.onError?.(err);
     }
     if (!this.running) return;
-    this.timer = setTimeout(() => void this.tick(), this.intervalMs);
+    this.schedule(this.intervalMs);
+  }
+
+  private schedule(ms: number): void {
+    this.timer = setTimeout(() => void this.tick(), ms);
     this.timer.unref();
   }
 }

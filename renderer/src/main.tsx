@@ -2,10 +2,12 @@
 // pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
 // Keyboard: a "Skip to content" link first, focus on the new page's h1 after every page switch, `g`
 // shortcuts and a `?` overlay (ui/shortcuts.tsx). Narrow windows get a top bar with a menu button.
+import './zod-jitless'; // first: before any contract schema is built
 import { StrictMode, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import './styles.css'; // first: the pages' own CSS, imported below, wins ties with the shell's
 import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
+import { pageNonce, stampStyleNonces } from './csp-nonce';
 import { createApi } from './api';
 import { Ctx } from './context';
 import { href, navigate, useRoute } from './router';
@@ -32,7 +34,12 @@ function App() {
   useEffect(() => {
     let live = true;
     void (async () => {
-      const token = await acquireToken({ location: window.location, history: window.history, storage: window.sessionStorage, bridge: window.svcEmu });
+      const token = await acquireToken({
+        location: window.location,
+        history: window.history,
+        storage: window.sessionStorage,
+        bridge: window.svcEmu,
+      });
       if (!token) {
         if (live) setState({ kind: 'no-token' });
         return;
@@ -216,6 +223,10 @@ function focusHeading(region: HTMLElement, orMain = false): () => void {
   observer.observe(region, { childList: true, subtree: true });
   return stop;
 }
+
+// Before anything renders: the <style> elements CodeMirror and xterm.js create need this page's CSP nonce.
+const nonce = pageNonce(document);
+if (nonce) stampStyleNonces(document, nonce);
 
 const root = document.getElementById('root');
 if (root) {

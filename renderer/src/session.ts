@@ -1,4 +1,6 @@
 // Admin-token hand-over and the `/_emu/info` call. No React here, so it can be tested under Node.
+import { operations } from '../../contract';
+import { createClient, type RawReply } from '../../contract/client';
 import type { SvcEmuBridge } from '../../main/bridge';
 
 export const TOKEN_STORAGE_KEY = 'svc-emu.admin-token';
@@ -57,25 +59,21 @@ export async function acquireToken(src: TokenSources): Promise<string | null> {
   return src.storage.getItem(TOKEN_STORAGE_KEY) || null;
 }
 
-export type InfoResult =
-  | { kind: 'ok'; info: EmulatorInfo }
-  | { kind: 'rejected'; status: number }
-  | { kind: 'error'; message: string };
+export type InfoResult = { kind: 'ok'; info: EmulatorInfo } | { kind: 'rejected'; status: number } | { kind: 'error'; message: string };
 
 export async function fetchInfo(token: string, fetchImpl: typeof fetch = fetch): Promise<InfoResult> {
-  let response: Response;
+  // Through the one client (contract/client.ts) and the contract's operation; any status is read here (`send`).
+  const client = createClient({ adminToken: token, fetch: fetchImpl });
+  let reply: RawReply;
   try {
-    response = await fetchImpl('/_emu/info', { headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } });
+    reply = await client.send(operations.emuInfo, { headers: { accept: 'application/json' } });
   } catch (error) {
     return { kind: 'error', message: `The emulator did not answer (${error instanceof Error ? error.message : String(error)}).` };
   }
-  if (response.status === 401 || response.status === 403) return { kind: 'rejected', status: response.status };
-  if (!response.ok) return { kind: 'error', message: `GET /_emu/info answered ${response.status}.` };
-  try {
-    return { kind: 'ok', info: parseInfo(await response.json()) };
-  } catch {
-    return { kind: 'error', message: 'GET /_emu/info did not answer JSON.' };
-  }
+  if (reply.status === 401 || reply.status === 403) return { kind: 'rejected', status: reply.status };
+  if (reply.status < 200 || reply.status > 299) return { kind: 'error', message: `GET /_emu/info answered ${reply.status}.` };
+  if (reply.body === undefined) return { kind: 'error', message: 'GET /_emu/info did not answer JSON.' };
+  return { kind: 'ok', info: parseInfo(reply.body) };
 }
 
 /** Reads the fields the overview and the shell use, tolerating missing ones. */

@@ -9,4 +9,14 @@ import { egressRoutes } from './egress';
 import { terminalRoutes } from './terminal';
 import { vmRoutes } from './vm';
 
-export const allRoutes: RouteDef[] = [...metaRoutes, ...snippetRoutes, ...invokeRoutes, ...tenantRoutes, ...emuRoutes, ...inboxRoutes, ...egressRoutes, ...terminalRoutes, ...vmRoutes];
+export const allRoutes: RouteDef[] = [
+  ...metaRoutes,
+  ...snippetRoutes,
+  ...invokeRoutes,
+  ...tenantRoutes,
+  ...emuRoutes,
+  ...inboxRoutes,
+  ...egressRoutes,
+  ...terminalRoutes,
+  ...vmRoutes,
+];

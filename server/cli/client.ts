@@ -1,5 +1,15 @@
 import { dataDirPaths, liveOwner } from '../storage/data-dir';
-import { NAME_RE } from '../api/schemas';
+import { NAME_RE } from '../../contract/schemas/common';
+import {
+  createClient,
+  ProblemError,
+  type AnyOperation,
+  type CallInput,
+  type Client,
+  type EventStream,
+  type RawReply,
+} from '../../contract/client';
+import { operations as ops } from '../../contract';
 
 /**
  * The client commands (`invoke`, `logs`, `deploy`): a user's `/v1` calls from the terminal, for people who
@@ -103,7 +113,8 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
     }
     case 'logs': {
       const [id] = positionals(args, 1, 'logs ID');
-      if (!INVOCATION_ID_RE.test(id!)) throw new ClientUsageError(`ID: '${id}' is not an invocation id (inv_…, from X-Invocation-Id or \`svc-emu invoke\`)`);
+      if (!INVOCATION_ID_RE.test(id!))
+        throw new ClientUsageError(`ID: '${id}' is not an invocation id (inv_…, from X-Invocation-Id or \`svc-emu invoke\`)`);
       return (conn, io, json) => logs(conn, io, json, id!);
     }
     case 'deploy': {
@@ -126,7 +137,9 @@ function positionals(args: string[], n: number, form: string): string[] {
 
 function snippetRef(name: string): string {
   if (NAME_RE.test(name) || SNIPPET_ID_RE.test(name)) return name;
-  throw new ClientUsageError(`NAME: '${name}' is not a snippet name (1–63 characters of a-z, 0-9 and "-", starting with a letter or digit) or id`);
+  throw new ClientUsageError(
+    `NAME: '${name}' is not a snippet name (1–63 characters of a-z, 0-9 and "-", starting with a letter or digit) or id`,
+  );
 }
 
 function envName(env: string): string {
@@ -156,59 +169,63 @@ function inputFrom(data: string | undefined): Record<string, unknown> {
 
 // ---- the connection -------------------------------------------------------------------------------
 
-interface Reply {
-  status: number;
-  headers: Headers;
-  text: string;
-  /** The body as JSON, or undefined when it is not JSON. */
-  body: any;
-  res: Response;
-}
+type Reply = RawReply;
 
+/** The typed client (contract/client.ts) with the local tenant's key; `send` never throws on a status. */
 interface Connection {
   url: string;
-  /** A `/v1` call with the local tenant's key. */
-  v1(method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; stream?: boolean }): Promise<Reply>;
+  send<O extends AnyOperation>(op: O, input: CallInput<O>): Promise<Reply>;
+  /** An event stream read as it arrives; an answer that is not one is a failure. */
+  stream<O extends AnyOperation>(op: O, input: CallInput<O>): Promise<EventStream<O>>;
 }
 
-async function send(url: string, token: string, method: string, path: string, opts: { body?: unknown; headers?: Record<string, string>; stream?: boolean } = {}): Promise<Reply> {
-  let res: Response;
+/** A request the core never answered (refused connection, reset) as the failure people see. */
+function unreachable(url: string, err: unknown): ClientFailure {
+  const why = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
+  return new ClientFailure(`the emulator at ${url} did not answer (${why}); is it still running?`, {
+    code: 'unreachable',
+    url,
+    detail: why,
+  });
+}
+
+async function reach<T>(url: string, request: () => Promise<T>): Promise<T> {
   try {
-    res = await fetch(url + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(opts.body !== undefined ? { 'content-type': 'application/json' } : {}),
-        ...opts.headers,
-      },
-      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-    });
+    return await request();
   } catch (err) {
-    const why = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
-    throw new ClientFailure(`the emulator at ${url} did not answer (${why}); is it still running?`, { code: 'unreachable', url, detail: why });
+    if (err instanceof ProblemError || err instanceof ClientFailure) throw err;
+    throw unreachable(url, err);
   }
-  // An event stream is read as it arrives (by the caller); anything else is read whole.
-  if (opts.stream && res.ok && (res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
-    return { status: res.status, headers: res.headers, text: '', body: undefined, res };
-  }
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, text, body, res };
+}
+
+function connection(url: string, client: Client): Connection {
+  return {
+    url,
+    send: (op, input) => reach(url, () => (client.send as (o: AnyOperation, i: CallInput<AnyOperation>) => Promise<Reply>)(op, input)),
+    stream: (op, input) =>
+      reach(url, () =>
+        (client.stream as (o: AnyOperation, i: CallInput<AnyOperation>) => Promise<EventStream<typeof op>>)(op, input).catch(
+          (err: unknown) => {
+            if (!(err instanceof ProblemError)) throw err;
+            const body: unknown = err.text ? err.problem : undefined;
+            throw problemFailure({ status: err.status, headers: err.headers, text: err.text, body });
+          },
+        ),
+      ),
+  };
 }
 
 async function connect(dataDir: string): Promise<Connection> {
   const owner = await liveOwner(dataDirPaths(dataDir));
   if (!owner || owner.kind !== 'core') {
-    throw new ClientFailure(`no emulator is running on ${dataDir}: start it with \`npm start\` or \`svc-emu serve\` (or point --data-dir at the data dir of the one that runs)`, {
-      code: 'no_emulator',
-      data_dir: dataDir,
-      detail: 'no emulator is running on this data dir',
-    });
+    throw new ClientFailure(
+      `no emulator is running on ${dataDir}: start it with \`npm start\` or \`svc-emu serve\` (or point --data-dir at the data dir of the one that runs)`,
+      {
+        code: 'no_emulator',
+        data_dir: dataDir,
+        detail: 'no emulator is running on this data dir',
+      },
+    );
   }
   if (!owner.url || !owner.admin_token) {
     throw new ClientFailure(`an emulator (pid ${owner.pid}) is still starting on ${dataDir}: try again in a moment`, {
@@ -218,7 +235,7 @@ async function connect(dataDir: string): Promise<Connection> {
     });
   }
   const url = owner.url;
-  const info = await send(url, owner.admin_token, 'GET', '/_emu/info');
+  const info = await connection(url, createClient({ baseUrl: url, adminToken: owner.admin_token })).send(ops.emuInfo, {});
   if (info.status !== 200) throw problemFailure(info, `reading the local key from ${url}/_emu/info`);
   const key = (info.body as { local_api_key?: string | null } | undefined)?.local_api_key;
   if (!key) {
@@ -227,14 +244,14 @@ async function connect(dataDir: string): Promise<Connection> {
       { code: 'no_local_key', data_dir: dataDir, detail: 'GET /_emu/info returned no local_api_key' },
     );
   }
-  return { url, v1: (method, path, opts) => send(url, key, method, path, opts) };
+  return connection(url, createClient({ baseUrl: url, key }));
 }
 
 /** A problem+json answer (or anything not 2xx) as a failure naming its code and detail. */
 function problemFailure(reply: Reply, doing?: string): ClientFailure {
   const p = (reply.body && typeof reply.body === 'object' ? reply.body : {}) as Record<string, unknown>;
   const code = typeof p.code === 'string' ? p.code : 'error';
-  const detail = typeof p.detail === 'string' ? p.detail : reply.text.trim().slice(0, 500) || reply.res.statusText;
+  const detail = typeof p.detail === 'string' ? p.detail : reply.text.trim().slice(0, 500) || `HTTP ${reply.status}`;
   const lines = [`${doing ? `${doing}: ` : ''}${detail} (${reply.status} ${code})`];
   if (Array.isArray(p.errors)) {
     for (const e of p.errors as { location?: string; message?: string }[]) lines.push(`  ${e.location ?? ''}: ${e.message ?? ''}`);
@@ -244,7 +261,6 @@ function problemFailure(reply: Reply, doing?: string): ClientFailure {
   return new ClientFailure(lines.join('\n'), Object.keys(p).length ? p : { code, status: reply.status, detail });
 }
 
-const enc = encodeURIComponent;
 const pretty = (value: unknown) => JSON.stringify(value, null, 2) + '\n';
 
 // ---- the commands ---------------------------------------------------------------------------------
@@ -267,22 +283,19 @@ interface InvocationRecord {
 }
 
 async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeArgs): Promise<number> {
-  const query = new URLSearchParams();
-  if (a.env !== undefined) query.set('env', a.env);
-  if (a.version !== undefined) query.set('version', String(a.version));
-  const qs = query.size ? `?${query}` : '';
-  const reply = await conn.v1('POST', `/v1/invoke/${enc(a.snippet)}${qs}`, {
+  const input = {
+    params: { snippet: a.snippet },
+    query: { ...(a.env !== undefined ? { env: a.env } : {}), ...(a.version !== undefined ? { version: String(a.version) } : {}) },
     body: a.input,
     headers: a.mode ? { 'x-invoke-mode': a.mode } : {},
-    stream: a.mode === 'stream',
-  });
-
-  if (a.mode === 'stream' && reply.status === 200 && reply.res.body) {
+  };
+  if (a.mode === 'stream') {
     // Each chunk printed the moment it arrives: one JSON line per yielded value (every event with --json).
+    const stream = await conn.stream(ops.invoke, input);
     let failed = false;
-    for await (const e of sseEvents(reply.res.body as unknown as AsyncIterable<Uint8Array>)) {
+    for await (const e of stream) {
       const data = e.data as { data?: unknown; output?: unknown; code?: string; message?: string };
-      if (json) io.stdout(JSON.stringify(e) + '\n');
+      if (json) io.stdout(JSON.stringify({ id: Number(e.id), event: e.event, data: e.data }) + '\n');
       else if (e.event === 'chunk') io.stdout(JSON.stringify(data.data) + '\n');
       else if (e.event === 'result') io.stdout(pretty(data.output));
       if (e.event === 'error') {
@@ -290,10 +303,11 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
         if (!json) io.stderr(`svc-emu: ${a.snippet} failed: ${data.code}: ${data.message}\n`);
       }
     }
-    const id = reply.headers.get('x-invocation-id');
+    const id = stream.headers.get('x-invocation-id');
     if (!json && id) io.stderr(`invocation ${id} — streamed${failed ? `; logs: svc-emu logs ${id}` : ''}\n`);
     return failed ? 1 : 0;
   }
+  const reply = await conn.send(ops.invoke, input);
   if (a.mode === 'async' && reply.status === 202) {
     io.stdout(json ? JSON.stringify(reply.body) + '\n' : pretty(reply.body));
     return 0;
@@ -302,7 +316,7 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
   const id = reply.headers.get('x-invocation-id');
   if (!id) throw problemFailure(reply, `invoke ${a.snippet}`); // no run: unknown snippet, bad request, 429, 501…
 
-  const recordReply = await conn.v1('GET', `/v1/invocations/${enc(id)}`);
+  const recordReply = await conn.send(ops.getInvocation, { params: { id } });
   const record = recordReply.status === 200 ? (recordReply.body as InvocationRecord) : null;
   const ok = reply.status === 200;
   if (json) {
@@ -327,7 +341,10 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
 function runLine(id: string, a: InvokeArgs, reply: Reply, record: InvocationRecord | null): string {
   const version = record?.version ?? reply.headers.get('x-snippet-version');
   const env = record ? record.env : reply.headers.get('x-snippet-env');
-  const parts = [`${record?.snippet ?? a.snippet} v${version}`, env && env !== 'none' ? `env ${env}` : `env none (${a.version ? 'pinned' : 'latest'})`];
+  const parts = [
+    `${record?.snippet ?? a.snippet} v${version}`,
+    env && env !== 'none' ? `env ${env}` : `env none (${a.version ? 'pinned' : 'latest'})`,
+  ];
   if (record?.usage) parts.push(`${record.usage.duration_ms} ms${record.usage.init_ms ? ` (+${record.usage.init_ms} ms init)` : ''}`);
   return `invocation ${id} — ${parts.join(', ')}`;
 }
@@ -347,7 +364,7 @@ const indent = (text: string) =>
     .join('\n');
 
 async function logs(conn: Connection, io: ClientIO, json: boolean, id: string): Promise<number> {
-  const reply = await conn.v1('GET', `/v1/invocations/${enc(id)}/logs`);
+  const reply = await conn.send(ops.getInvocationLogs, { params: { id } });
   if (reply.status !== 200) throw problemFailure(reply);
   const body = reply.body as { logs: string; truncated: boolean };
   if (json) {
@@ -356,7 +373,10 @@ async function logs(conn: Connection, io: ClientIO, json: boolean, id: string): 
   }
   io.stdout(body.logs);
   if (body.logs === '') io.stderr(`svc-emu: ${id} logged nothing\n`);
-  if (body.truncated) io.stderr(`svc-emu: these logs were truncated: the invocation wrote more than the 1 MiB kept (the mark at the end says how much was dropped)\n`);
+  if (body.truncated)
+    io.stderr(
+      `svc-emu: these logs were truncated: the invocation wrote more than the 1 MiB kept (the mark at the end says how much was dropped)\n`,
+    );
   return 0;
 }
 
@@ -369,11 +389,12 @@ interface DeployArgs {
 async function deploy(conn: Connection, io: ClientIO, json: boolean, a: DeployArgs): Promise<number> {
   // What ran there before, read first: the deployment's previous_version is the one before the last
   // change, which is not "what ran before this command" when the same version is deployed again.
-  const before = await conn.v1('GET', `/v1/snippets/${enc(a.snippet)}/environments`);
+  const before = await conn.send(ops.listDeployments, { params: { id: a.snippet } });
   if (before.status !== 200) throw problemFailure(before);
-  const previous = ((before.body as { data: { env: string; version: number | null }[] }).data ?? []).find((d) => d.env === a.env)?.version ?? null;
+  const previous =
+    ((before.body as { data: { env: string; version: number | null }[] }).data ?? []).find((d) => d.env === a.env)?.version ?? null;
 
-  const reply = await conn.v1('PUT', `/v1/snippets/${enc(a.snippet)}/environments/${enc(a.env)}`, { body: { version: a.version } });
+  const reply = await conn.send(ops.deploy, { params: { id: a.snippet, env: a.env }, body: { version: a.version } });
   if (reply.status !== 200) throw problemFailure(reply);
   if (json) {
     io.stdout(JSON.stringify(reply.body) + '\n');
@@ -382,23 +403,4 @@ async function deploy(conn: Connection, io: ClientIO, json: boolean, a: DeployAr
   const was = previous === null ? 'nothing ran there before' : previous === a.version ? `was v${previous} already` : `was v${previous}`;
   io.stdout(`deployed ${a.snippet} v${a.version} to ${a.env} (${was})\n`);
   return 0;
-}
-
-/** Server-sent events as they arrive: `{id, event, data}` per frame (comments such as `: ping` skipped). */
-export async function* sseEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<{ id: number; event: string; data: unknown }> {
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const bytes of body) {
-    buf += decoder.decode(bytes, { stream: true });
-    for (let end = buf.indexOf('\n\n'); end >= 0; end = buf.indexOf('\n\n')) {
-      const frame = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const fields: Record<string, string> = {};
-      for (const line of frame.split('\n')) {
-        const m = /^(\w+): ?(.*)$/.exec(line); // `: ping` comments match nothing
-        if (m) fields[m[1]!] = fields[m[1]!] === undefined ? m[2]! : `${fields[m[1]!]}\n${m[2]}`;
-      }
-      if (fields.event && fields.data !== undefined) yield { id: Number(fields.id), event: fields.event, data: JSON.parse(fields.data) as unknown };
-    }
-  }
 }

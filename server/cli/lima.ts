@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { createClient, type AnyOperation, type RawReply } from '../../contract/client';
+import { operations as ops } from '../../contract';
 import { dataDirPaths, liveOwner } from '../storage/data-dir';
 import { detectLimactl, LimaManager, LimaRefused, limaTemplate, probeHost, VmOperation, VmStatus } from '../../executor';
 
@@ -53,10 +55,17 @@ export async function runLima(args: string[], opts: LimaCliOptions, io: LimaIO):
       io.stdout(opts.json ? JSON.stringify(status) + '\n' : formatStatus(status, core ? core.url : null));
       return status.error ? 1 : 0;
     }
-    const op = await driver.follow(sub as VmOperation['kind'], opts.json ? () => {} : (line) => io.stdout(line + '\n'), opts.pollMs ?? 1_000);
+    const op = await driver.follow(
+      sub as VmOperation['kind'],
+      opts.json ? () => {} : (line) => io.stdout(line + '\n'),
+      opts.pollMs ?? 1_000,
+    );
     if (opts.json) io.stdout(JSON.stringify(op) + '\n');
     else if (op.state === 'failed') io.stderr(`svc-emu: ${op.error ?? `limactl ${sub} failed`}\n`);
-    else io.stderr(`svc-emu: ${sub} done${sub === 'create' ? ': now `svc-emu lima start` (the first start downloads the image and provisions the runtimes: minutes)' : ''}\n`);
+    else
+      io.stderr(
+        `svc-emu: ${sub} done${sub === 'create' ? ': now `svc-emu lima start` (the first start downloads the image and provisions the runtimes: minutes)' : ''}\n`,
+      );
     return op.state === 'succeeded' ? 0 : 1;
   } catch (err) {
     if (err instanceof Refused) {
@@ -91,7 +100,10 @@ async function runningCore(dataDir: string): Promise<{ url: string; token: strin
 async function localDriver(opts: LimaCliOptions): Promise<Driver> {
   const limactl = opts.limactl ?? detectLimactl();
   // Where Lima is not used, the reason names what enforces limits here instead.
-  const hostBackend = limactl || process.platform === 'darwin' ? null : (await probeHost({ projectRoot: opts.projectRoot }).catch(() => null))?.limits.backend;
+  const hostBackend =
+    limactl || process.platform === 'darwin'
+      ? null
+      : (await probeHost({ projectRoot: opts.projectRoot }).catch(() => null))?.limits.backend;
   const manager = new LimaManager({ limactl, projectRoot: opts.projectRoot, hostBackend });
   return {
     status: () => manager.status(),
@@ -114,26 +126,31 @@ const Problem = z.object({ code: z.string(), detail: z.string() }).partial();
 
 /** Through the running core's /_emu/vm. */
 function coreDriver(url: string, token: string): Driver {
-  const call = async <T>(method: string, path: string, schema: z.ZodType<T>): Promise<T> => {
-    let res: Response;
+  // The one client (contract/client.ts) with the admin token; each answer parsed with the executor's own schema.
+  const client = createClient({ baseUrl: url, adminToken: token });
+  const call = async <T>(op: AnyOperation, schema: z.ZodType<T>): Promise<T> => {
+    const [method, path] = [op.method.toUpperCase(), op.path];
+    let reply: RawReply;
     try {
-      res = await fetch(url + path, { method, headers: { authorization: `Bearer ${token}` } });
+      reply = await client.send(op);
     } catch (err) {
       throw new Refused('unreachable', `the emulator at ${url} did not answer (${(err as Error).message})`);
     }
-    const body: unknown = await res.json().catch(() => null);
-    if (!res.ok) {
+    const body: unknown = reply.body ?? null;
+    if (reply.status < 200 || reply.status > 299) {
       const p = Problem.safeParse(body);
-      throw new Refused(p.data?.code ?? `http_${res.status}`, p.data?.detail ?? `${method} ${path} answered ${res.status}`);
+      throw new Refused(p.data?.code ?? `http_${reply.status}`, p.data?.detail ?? `${method} ${path} answered ${reply.status}`);
     }
     const parsed = schema.safeParse(body);
-    if (!parsed.success) throw new Refused('bad_answer', `${method} ${url}${path} answered something unexpected: ${parsed.error.issues[0]?.message ?? ''}`);
+    if (!parsed.success)
+      throw new Refused('bad_answer', `${method} ${url}${path} answered something unexpected: ${parsed.error.issues[0]?.message ?? ''}`);
     return parsed.data;
   };
+  const start = { create: ops.emuVmCreate, start: ops.emuVmStart, stop: ops.emuVmStop };
   return {
-    status: () => call('GET', '/_emu/vm', VmStatus),
+    status: () => call(ops.emuVmStatus, VmStatus),
     async follow(kind, onLine, pollMs) {
-      const started = await call('POST', `/_emu/vm/${kind}`, VmOperation);
+      const started = await call(start[kind], VmOperation);
       let seen = 0;
       let op = started;
       for (;;) {
@@ -143,8 +160,9 @@ function coreDriver(url: string, token: string): Driver {
         seen = op.log_total;
         if (op.state !== 'running') return op;
         await new Promise((r) => setTimeout(r, pollMs));
-        const now = (await call('GET', '/_emu/vm', VmStatus)).operation;
-        if (!now || now.started_at !== started.started_at || now.kind !== kind) throw new Refused('lost', 'the operation is no longer the core’s current one (did the emulator restart?)');
+        const now = (await call(ops.emuVmStatus, VmStatus)).operation;
+        if (!now || now.started_at !== started.started_at || now.kind !== kind)
+          throw new Refused('lost', 'the operation is no longer the core’s current one (did the emulator restart?)');
         op = now;
       }
     },
@@ -152,16 +170,25 @@ function coreDriver(url: string, token: string): Driver {
 }
 
 const GiB = 1024 ** 3;
-const size = (n: number | undefined) => (n === undefined ? null : n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`);
+const size = (n: number | undefined) =>
+  n === undefined ? null : n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`;
 
 function formatStatus(s: VmStatus, via: string | null): string {
   const lines: string[] = [];
   if (!s.available) {
     lines.push(`VM        not managed here: ${s.reason ?? 'limactl is unknown'}`);
   } else {
-    lines.push(`VM        ${s.vm.name} — ${s.vm.status}${s.vm.status === 'missing' ? ' (create it: `svc-emu lima create`)' : s.vm.status === 'Stopped' ? ' (start it: `svc-emu lima start`)' : ''}`);
+    lines.push(
+      `VM        ${s.vm.name} — ${s.vm.status}${s.vm.status === 'missing' ? ' (create it: `svc-emu lima create`)' : s.vm.status === 'Stopped' ? ' (start it: `svc-emu lima start`)' : ''}`,
+    );
     lines.push(`limactl   ${s.limactl}${s.limactl_version ? ` (${s.limactl_version})` : ''}`);
-    const facts = [s.vm.cpus !== undefined ? `${s.vm.cpus} CPUs` : null, size(s.vm.memory) && `memory ${size(s.vm.memory)}`, size(s.vm.disk) && `disk ${size(s.vm.disk)}`, s.vm.arch, s.vm.vm_type].filter(Boolean);
+    const facts = [
+      s.vm.cpus !== undefined ? `${s.vm.cpus} CPUs` : null,
+      size(s.vm.memory) && `memory ${size(s.vm.memory)}`,
+      size(s.vm.disk) && `disk ${size(s.vm.disk)}`,
+      s.vm.arch,
+      s.vm.vm_type,
+    ].filter(Boolean);
     if (facts.length) lines.push(`size      ${facts.join(' · ')}`);
     if (s.vm.dir) lines.push(`dir       ${s.vm.dir}`);
     if (s.vm.message) lines.push(`message   ${s.vm.message}`);
@@ -169,7 +196,10 @@ function formatStatus(s: VmStatus, via: string | null): string {
     if (s.error) lines.push(`error     ${s.error}`);
   }
   const op = s.operation;
-  if (op) lines.push(`last      ${op.kind} ${op.state} (started ${op.started_at}${op.finished_at ? `, ended ${op.finished_at}` : ''}${op.exit_code !== undefined && op.exit_code !== null ? `, exit ${op.exit_code}` : ''})`);
+  if (op)
+    lines.push(
+      `last      ${op.kind} ${op.state} (started ${op.started_at}${op.finished_at ? `, ended ${op.finished_at}` : ''}${op.exit_code !== undefined && op.exit_code !== null ? `, exit ${op.exit_code}` : ''})`,
+    );
   if (via) lines.push(`via       the running emulator at ${via}`);
   return lines.join('\n') + '\n';
 }

@@ -6,9 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { ApiError, DataDirError } from '../errors';
+import { DomainError } from '../domain/errors';
 import { dataDirPaths } from '../storage/data-dir';
-import { CapsPatch, ResourceName } from '../api/schemas';
+import { ResourceName } from '../../contract/schemas/common';
+import { CapsPatch } from '../../contract/schemas/emu';
 import { runDoctor, type DoctorReport } from '../doctor';
+import { quarantineDir, readQuarantine } from '../storage/quarantine';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
@@ -38,10 +41,12 @@ const defaultIO = (): CliIO => ({
 const USAGE = `svc-emu ${EMULATOR_VERSION} — the Snippet Emulator's headless core and operator CLI
 
 Usage:
+  svc-emu --version
   svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR] [--executor local|lima]
                 [--egress-profile local|production] [--egress-allow HOST:PORT]… [--async-workers N]
                 [--callback-retry-scale F]   (1 = production's callback retry schedule; 0.001 compresses it for QA)
                 [--terminal | --no-terminal]  (the GUI's Terminal page; default: on when listening on loopback only)
+                [--spares all|plain|none]  (runners started ahead; all: plain and framework-imported, the default)
   svc-emu tenant list
   svc-emu tenant create NAME
   svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
@@ -74,6 +79,7 @@ const OPTIONS = {
   limactl: { type: 'string' },
   terminal: { type: 'boolean' },
   'no-terminal': { type: 'boolean' },
+  spares: { type: 'string' },
   tenant: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-memory-mb': { type: 'string' },
@@ -86,6 +92,11 @@ type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositi
 
 /** Runs one CLI command; returns the exit code (0 ok, 1 failed, 2 usage). Never throws. */
 export async function main(argv: string[], io: CliIO = defaultIO()): Promise<number> {
+  // `--version` alone (`--json` beside it is fine): elsewhere `--version V` names a snippet version (invoke, deploy).
+  if (argv.length && argv.every((a) => a === '--version' || a === '-V' || a === '--json') && argv.some((a) => a !== '--json')) {
+    io.stdout(argv.includes('--json') ? `${JSON.stringify({ version: EMULATOR_VERSION })}\n` : `svc-emu ${EMULATOR_VERSION}\n`);
+    return 0;
+  }
   let values: Values;
   let positionals: string[];
   try {
@@ -108,10 +119,14 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
         expectArgs(positionals, 1);
         return await serve(values, dataDir, io);
       case 'lima':
-        return await runLima(positionals.slice(1), { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() }, io);
+        return await runLima(
+          positionals.slice(1),
+          { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() },
+          io,
+        );
       case 'doctor': {
         expectArgs(positionals, 1);
-        const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot() });
+        const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot(), dataDir });
         out(formatDoctor(report), report);
         return 0;
       }
@@ -120,9 +135,13 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
         // Every argument is checked before the data dir is touched: a typo must not create state.
         const run = operatorCommand(command, positionals, rest, values);
         if (!existsSync(dataDir)) {
-          throw new DataDirError(dataDir, 'does not exist', 'Start the emulator once with `svc-emu serve --data-dir …`, or check --data-dir.');
+          throw new DataDirError(
+            dataDir,
+            'does not exist',
+            'Start the emulator once with `svc-emu serve --data-dir …`, or check --data-dir.',
+          );
         }
-        const op = await openOperator(dataDirPaths(dataDir));
+        const op = await openOperator(dataDirPaths(dataDir), io.stderr);
         try {
           await run(op, out);
         } finally {
@@ -144,12 +163,17 @@ function report(err: unknown, io: CliIO, json: boolean): number {
     io.stderr(`svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`);
     return 2;
   }
-  if (err instanceof ApiError) {
-    io.stderr(json ? JSON.stringify({ code: err.code, detail: err.message, ...err.extra }) + '\n' : `svc-emu: ${err.message} (${err.code})\n`);
+  if (err instanceof ApiError || err instanceof DomainError) {
+    const extra = err instanceof ApiError ? err.extra : err.data;
+    io.stderr(json ? JSON.stringify({ code: err.code, detail: err.message, ...extra }) + '\n' : `svc-emu: ${err.message} (${err.code})\n`);
     return 1;
   }
   if (err instanceof DataDirError) {
-    io.stderr(json ? JSON.stringify({ code: 'data_dir', path: err.path, detail: err.problem, hint: err.hint ?? null }) + '\n' : `svc-emu: ${err.message}\n`);
+    io.stderr(
+      json
+        ? JSON.stringify({ code: 'data_dir', path: err.path, detail: err.problem, hint: err.hint ?? null }) + '\n'
+        : `svc-emu: ${err.message}\n`,
+    );
     return 1;
   }
   io.stderr(`svc-emu: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
@@ -159,7 +183,12 @@ function report(err: unknown, io: CliIO, json: boolean): number {
 type Out = (human: string, json: unknown) => void;
 
 /** Validates an operator command's arguments and returns what to do once the data dir is open. */
-function operatorCommand(command: string, positionals: string[], rest: string[], values: Values): (op: Operator, out: Out) => Promise<void> {
+function operatorCommand(
+  command: string,
+  positionals: string[],
+  rest: string[],
+  values: Values,
+): (op: Operator, out: Out) => Promise<void> {
   switch (command) {
     case 'tenant list':
       expectArgs(positionals, 2);
@@ -209,12 +238,19 @@ function needArgs(rest: string[], n: number, form: string): string[] {
 function decode<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const r = schema.safeParse(value);
   if (r.success) return r.data;
-  throw new UsageError(r.error.issues.map((i) => `${i.path.length ? `--${String(i.path[0]).replace(/_/g, '-')}` : what}: ${i.message}`).join('; '));
+  throw new UsageError(
+    r.error.issues.map((i) => `${i.path.length ? `--${String(i.path[0]).replace(/_/g, '-')}` : what}: ${i.message}`).join('; '),
+  );
 }
 
 function capsFrom(values: Values) {
   const raw: Record<string, number> = {};
-  const map = { 'timeout-ms': 'timeout_ms', 'max-memory-mb': 'max_memory_mb', 'max-cpu-percent': 'max_cpu_percent', 'max-concurrency': 'max_concurrency' } as const;
+  const map = {
+    'timeout-ms': 'timeout_ms',
+    'max-memory-mb': 'max_memory_mb',
+    'max-cpu-percent': 'max_cpu_percent',
+    'max-concurrency': 'max_concurrency',
+  } as const;
   for (const [flag, field] of Object.entries(map)) {
     const v = values[flag as keyof typeof map];
     if (v === undefined) continue;
@@ -230,25 +266,33 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: must be 0–65535, got '${values.port}'`);
   const host = values.host ?? '127.0.0.1';
   if (!['127.0.0.1', 'localhost', '::1'].includes(host)) {
-    io.stderr(`svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.${values.terminal ? ' The Terminal page is on (--terminal): a shell for anyone with the admin token.' : ' The Terminal page is off (--terminal turns it on).'}\n`);
+    io.stderr(
+      `svc-emu: warning: listening on ${host}, beyond this machine. Anyone who can reach it and has a key or the admin token can use it.${values.terminal ? ' The Terminal page is on (--terminal): a shell for anyone with the admin token.' : ' The Terminal page is off (--terminal turns it on).'}\n`,
+    );
   }
   const root = projectRoot();
   const executor = values.executor;
-  if (executor !== undefined && executor !== 'local' && executor !== 'lima') throw new UsageError(`--executor: local or lima, not '${executor}'`);
+  if (executor !== undefined && executor !== 'local' && executor !== 'lima')
+    throw new UsageError(`--executor: local or lima, not '${executor}'`);
   const limactl = values.limactl ? resolve(io.cwd, values.limactl) : undefined;
   const egressProfile = values['egress-profile'] ?? 'local';
-  if (egressProfile !== 'local' && egressProfile !== 'production') throw new UsageError(`--egress-profile: local or production, not '${egressProfile}'`);
+  if (egressProfile !== 'local' && egressProfile !== 'production')
+    throw new UsageError(`--egress-profile: local or production, not '${egressProfile}'`);
   const egressAllow = values['egress-allow'] ?? [];
   for (const entry of egressAllow) {
     const checked = EgressAllowEntry.safeParse(entry);
     if (!checked.success) throw new UsageError(`--egress-allow '${entry}': ${checked.error.issues[0]?.message ?? 'must be HOST:PORT'}`);
   }
   const asyncWorkers = values['async-workers'] === undefined ? 8 : Number(values['async-workers']);
-  if (!Number.isInteger(asyncWorkers) || asyncWorkers < 1 || asyncWorkers > 256) throw new UsageError(`--async-workers: 1–256, got '${values['async-workers']}'`);
+  if (!Number.isInteger(asyncWorkers) || asyncWorkers < 1 || asyncWorkers > 256)
+    throw new UsageError(`--async-workers: 1–256, got '${values['async-workers']}'`);
   const retryScale = values['callback-retry-scale'] === undefined ? 1 : Number(values['callback-retry-scale']);
-  if (!(retryScale >= 0 && retryScale <= 1)) throw new UsageError(`--callback-retry-scale: a number from 0 to 1, got '${values['callback-retry-scale']}'`);
+  if (!(retryScale >= 0 && retryScale <= 1))
+    throw new UsageError(`--callback-retry-scale: a number from 0 to 1, got '${values['callback-retry-scale']}'`);
   if (values.terminal && values['no-terminal']) throw new UsageError('--terminal and --no-terminal: choose one');
   const terminal = values.terminal ? true : values['no-terminal'] ? false : undefined;
+  const spares = values.spares ?? 'all';
+  if (spares !== 'all' && spares !== 'plain' && spares !== 'none') throw new UsageError(`--spares: all, plain or none, not '${spares}'`);
   const emu = await startEmulator({
     logger: jsonLogger(io.stderr),
     egressProfile,
@@ -256,12 +300,13 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     asyncWorkers,
     callbackRetryScale: retryScale,
     terminal,
+    spares,
     executorAgent: executorAgentFor({ choice: executor, projectRoot: root, platform: process.platform, path: process.env.PATH, limactl }),
     ...(limactl ? { limactl } : {}),
     dataDir,
     port,
     host,
-    // API.md: the workspace defaults to `.`; without --workspace it is watched only if ./snippets exists.
+    // docs/contract.md: the workspace defaults to `.`; without --workspace it is watched only if ./snippets exists.
     workspace: values.workspace ? resolve(io.cwd, values.workspace) : existsSync(join(io.cwd, 'snippets')) ? resolve(io.cwd) : null,
     allowedHosts: values['allow-host'] ?? [],
     rendererDir: rendererDir(),
@@ -269,8 +314,18 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     electronPathFile: electronPathFile(),
   });
   const gui = `${emu.url}/?token=${emu.adminToken}`;
+  const kept = await readQuarantine(quarantineDir(emu.dataDir)); // what starts could not load (storage/quarantine.ts)
   if (values.json) {
-    io.stdout(JSON.stringify({ url: emu.url, gui_url: gui, api_key: emu.localApiKey, tenant: 'local', data_dir: emu.dataDir, first_start: emu.firstStart }) + '\n');
+    io.stdout(
+      JSON.stringify({
+        url: emu.url,
+        gui_url: gui,
+        api_key: emu.localApiKey,
+        tenant: 'local',
+        data_dir: emu.dataDir,
+        first_start: emu.firstStart,
+      }) + '\n',
+    );
   } else {
     io.stdout(
       [
@@ -280,6 +335,11 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
         `  API key  ${emu.localApiKey ?? '(not shown: the data dir has no readable key; create one with `svc-emu key create --tenant local`)'}   (tenant local${emu.firstStart ? ', created now' : ''})`,
         `  Data     ${emu.dataDir}`,
         `  Egress   ${egressProfile}${egressProfile === 'local' ? ' (snippets, integrations and callbacks may reach private and loopback targets)' : ' (private, loopback and metadata targets refused, as in production)'}`,
+        ...(kept.count
+          ? [
+              `  QUARANTINE  ${kept.count} record(s) failed validation at load and are kept aside in ${kept.dir}: not in use (svc-emu doctor says what to do)`,
+            ]
+          : []),
         `Press Ctrl+C to stop.`,
         '',
       ].join('\n'),
@@ -322,17 +382,45 @@ const formatCaps = (c: TenantView['caps']) =>
   `  timeout_ms       ${c.timeout_ms}\n  max_memory_mb    ${c.max_memory_mb}\n  max_cpu_percent  ${c.max_cpu_percent}\n  max_concurrency  ${c.max_concurrency}\n`;
 const formatTenant = (t: TenantView) => `${t.name} (${t.id}), ${t.keys.length} key(s)\n${formatCaps(t.caps)}`;
 
+/** Who a snippet is, as the host sees it (executor/sandbox/profile.ts). */
+function formatIdentity(id: DoctorReport['sandbox']['identity']): string {
+  if (!id) return 'not checked (no sandbox)';
+  if ('error' in id) return `not checked: ${id.error}`;
+  const caps = /^0+$/.test(id.cap_eff) && /^0+$/.test(id.cap_prm) ? 'no capabilities' : `capabilities ${id.cap_eff}`;
+  const how = id.mode === 'root-drop' ? 'dropped from root' : 'own user namespace';
+  const line = `host uid ${id.host_uid[0]} (${how}), ${caps}, no_new_privs ${id.no_new_privs ? 'on' : 'OFF'}, seccomp ${id.seccomp}`;
+  return id.ok ? line : `${line} — DOES NOT HOLD: ${id.problems.join('; ')}`;
+}
+
 function formatDoctor(r: DoctorReport): string {
   const cg = r.cgroup;
   return [
     `node       ${r.node} (${r.platform}/${r.arch}${r.root ? ', root' : ''})`,
     `cgroups    ${cg.mode}${cg.v1_controllers.length ? ` — v1: ${cg.v1_controllers.join(', ')}` : ''}${cg.v2_mount ? ` — v2 at ${cg.v2_mount}: ${cg.v2_controllers.join(', ') || 'no controllers'}` : ''}`,
-    `limits     ${r.limits.backend} — ${r.limits.reason}`,
+    // The reason starts with the backend's name (executor/limits/detect.ts): printed once.
+    `limits     ${r.limits.reason.startsWith(r.limits.backend) ? r.limits.reason : `${r.limits.backend} — ${r.limits.reason}`}`,
     `sandbox    ${r.sandbox.bubblewrap ? `bubblewrap ${r.sandbox.version ?? ''}`.trim() : `none (${r.sandbox.reason})`}`,
+    `snippet    ${formatIdentity(r.sandbox.identity)}`,
     `runtimes   ${'error' in r.runtime ? String(r.runtime.error) : `Bun ${String(r.runtime.bun)}, Python ${String(r.runtime.python)}; ${(r.runtime.mismatches as unknown[]).length ? `${(r.runtime.mismatches as unknown[]).length} mismatch(es) with the manifest` : 'as the production manifest'}`}`,
     `electron   ${r.electron_binary ? 'binary installed' : 'binary not installed (headless only)'}`,
     `parity     ${r.parity}`,
     ...r.notes.map((n) => `  - ${n}`),
+    ...formatQuarantine(r.quarantine),
     '',
   ].join('\n');
+}
+
+/** The data dir's quarantine: every entry with its problems and what to do (the newest first). */
+function formatQuarantine(q: DoctorReport['quarantine']): string[] {
+  if (!q) return [];
+  if (q.count === 0 && q.unreadable.length === 0) return [`quarantine  empty (${q.dir})`];
+  return [
+    `quarantine  ${q.count} record(s) kept aside in ${q.dir}${q.entries.length < q.count ? ` (the newest ${q.entries.length} below)` : ''}`,
+    ...q.entries.flatMap((e) => [
+      `  - ${e.source}: ${e.label} (${e.at}, ${e.report})`,
+      ...e.problems.map((p) => `      ${p}`),
+      `      → ${e.action}`,
+    ]),
+    ...q.unreadable.map((f) => `  - ${f}: could not be read`),
+  ];
 }

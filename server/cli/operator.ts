@@ -1,3 +1,6 @@
+import { join } from 'node:path';
+import { createClient, ProblemError } from '../../contract/client';
+import { operations as ops } from '../../contract';
 import { ApiError, DataDirError } from '../errors';
 import { acquireDataDir, liveOwner, type DataDirPaths } from '../storage/data-dir';
 import { openState } from '../open-state';
@@ -21,49 +24,49 @@ export interface Operator {
   close(): Promise<void>;
 }
 
-export async function openOperator(paths: DataDirPaths): Promise<Operator> {
+/** `warn` hears what opening the data dir's files set aside (the quarantine: storage/quarantine.ts). */
+export async function openOperator(paths: DataDirPaths, warn: (text: string) => void = () => {}): Promise<Operator> {
   const owner = await liveOwner(paths);
   if (owner?.kind === 'core' && owner.url && owner.admin_token) return httpOperator(owner.url, owner.admin_token);
   if (owner?.kind === 'core') {
     throw new DataDirError(paths.root, `an emulator (pid ${owner.pid}) is still starting on it`, 'Try again in a moment.');
   }
-  return fileOperator(paths);
+  return fileOperator(paths, warn);
 }
 
 function httpOperator(url: string, adminToken: string): Operator {
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    let res: Response;
+  // The one client (contract/client.ts) with the admin token: /_emu's tenant operations, a problem as an ApiError.
+  const client = createClient({ baseUrl: url, adminToken });
+  const call = async <T>(request: () => Promise<unknown>): Promise<T> => {
     try {
-      res = await fetch(url + path, {
-        method,
-        headers: { authorization: `Bearer ${adminToken}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
+      return (await request()) as T;
     } catch (err) {
+      if (err instanceof ProblemError) throw new ApiError(err.status, err.code, err.title || 'Error', err.detail, { ...err.problem });
       throw new DataDirError(url, `the running emulator did not answer (${(err as Error).message})`);
     }
-    const payload = (await res.json().catch(() => null)) as Record<string, unknown> | null;
-    if (!res.ok) {
-      throw new ApiError(res.status, String(payload?.code ?? 'error'), String(payload?.title ?? 'Error'), String(payload?.detail ?? res.statusText), payload ?? {});
-    }
-    return payload as T;
   };
-  const enc = encodeURIComponent;
   return {
     via: { kind: 'core', url },
-    listTenants: async () => (await call<{ data: TenantView[] }>('GET', '/_emu/tenants')).data,
-    getTenant: (name) => call('GET', `/_emu/tenants/${enc(name)}`),
-    createTenant: (name) => call('POST', '/_emu/tenants', { name }),
-    setCaps: (name, patch) => call('PATCH', `/_emu/tenants/${enc(name)}/limits`, patch),
-    createKey: (name) => call('POST', `/_emu/tenants/${enc(name)}/keys`),
+    listTenants: async () => (await call<{ data: TenantView[] }>(() => client.call(ops.emuListTenants))).data,
+    getTenant: (name) => call(() => client.call(ops.emuGetTenant, { params: { name } })),
+    createTenant: (name) => call(() => client.call(ops.emuCreateTenant, { body: { name } })),
+    setCaps: (name, patch) => call(() => client.call(ops.emuSetTenantLimits, { params: { name }, body: patch })),
+    createKey: (name) => call(() => client.call(ops.emuCreateTenantKey, { params: { name } })),
     close: async () => {},
   };
 }
 
-async function fileOperator(paths: DataDirPaths): Promise<Operator> {
+async function fileOperator(paths: DataDirPaths, warn: (text: string) => void): Promise<Operator> {
   const lock = await acquireDataDir(paths, 'cli', EMULATOR_VERSION);
   try {
     const { deps } = await openState(paths.root);
+    const q = deps.repo.quarantined;
+    if (q) {
+      const whole = q.items.some((i) => i.collection === null);
+      warn(
+        `svc-emu: ${whole ? 'db.json could not be used: the state starts EMPTY' : `${q.items.length} record(s) failed validation and were set aside`}; kept in ${join(paths.root, 'quarantine')} (svc-emu doctor lists them)\n`,
+      );
+    }
     const tenants = new TenantService(deps);
     return {
       via: { kind: 'files' },

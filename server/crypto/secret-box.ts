@@ -68,7 +68,11 @@ export function keyFileProvider(path: string): SecretKeyProvider {
     }
     const key = Buffer.from((await readFile(path, 'utf8')).trim(), 'base64');
     if (key.length !== 32) {
-      throw new DataDirError(path, 'is not a 32-byte base64 key', 'Restore it from a backup: without it the stored secrets cannot be read.');
+      throw new DataDirError(
+        path,
+        'is not a 32-byte base64 key',
+        'Restore it from a backup: without it the stored secrets cannot be read.',
+      );
     }
     await chmod(path, 0o600);
     return key;

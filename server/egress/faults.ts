@@ -1,29 +1,6 @@
-import { z } from 'zod';
+import { FaultAction, NewFaultRule } from '../../contract/schemas/egress';
+export { FaultAction, NewFaultRule };
 
-/** What a fault rule does to a matching call. */
-export const FaultAction = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('latency'), ms: z.number().int().min(1).max(600_000) }).strict(),
-  z.object({ type: z.literal('status'), status: z.number().int().min(400).max(599), body: z.string().max(65_536).optional() }).strict(),
-  z.object({ type: z.literal('drop') }).strict(),
-  z.object({ type: z.literal('timeout') }).strict(),
-]);
-
-export const NewFaultRule = z
-  .object({
-    /** Exact host (case-insensitive) or `*.example.com` for its subdomains. */
-    host: z.string().min(1).max(253).optional(),
-    /** An integration's name: its calls (made by the core) match. */
-    integration: z.string().min(1).max(63).optional(),
-    action: FaultAction,
-    /** For this many matching calls, then the rule goes (null: until deleted). */
-    times: z.number().int().min(1).nullable().default(null),
-  })
-  .strict()
-  .refine((r) => r.host !== undefined || r.integration !== undefined, { message: 'name a host or an integration to match', path: ['host'] })
-  .meta({ id: 'NewFaultRule' });
-
-export type FaultAction = z.infer<typeof FaultAction>;
-export type NewFaultRule = z.infer<typeof NewFaultRule>;
 export type FaultRule = NewFaultRule & { id: string; created_at: string; hits: number };
 
 /** What the matching rules do to one call: a delay first, then at most one way to fail. */
@@ -77,10 +54,13 @@ export class FaultRules {
     const said: string[] = [];
     for (const r of matching) {
       if (r.action.type === 'latency') latencyMs += r.action.ms;
-      else if (fail) continue; // one failure per call: the first rule wins
+      else if (fail)
+        continue; // one failure per call: the first rule wins
       else fail = r.action;
       r.hits++;
-      said.push(`${r.action.type === 'latency' ? `latency ${r.action.ms} ms` : r.action.type === 'status' ? `status ${r.action.status}` : r.action.type} (${r.id})`);
+      said.push(
+        `${r.action.type === 'latency' ? `latency ${r.action.ms} ms` : r.action.type === 'status' ? `status ${r.action.status}` : r.action.type} (${r.id})`,
+      );
       if (r.times !== null && r.hits >= r.times) this.remove(r.id);
     }
     return { latencyMs, fail, describe: said.length ? said.join('; ') : null };

@@ -41,7 +41,11 @@ export class EgressLog {
   /** Newest first, optionally one invocation's. */
   list(filter: { invocation_id?: string; tenant?: string } = {}): EgressEntry[] {
     return this.entries
-      .filter((e) => (filter.invocation_id === undefined || e.invocation_id === filter.invocation_id) && (filter.tenant === undefined || e.tenant === filter.tenant))
+      .filter(
+        (e) =>
+          (filter.invocation_id === undefined || e.invocation_id === filter.invocation_id) &&
+          (filter.tenant === undefined || e.tenant === filter.tenant),
+      )
       .reverse();
   }
 

@@ -266,12 +266,19 @@ const refusedText = (findings: readonly Finding[], suggest: string, what = 'call
 const whyText = (findings: readonly Finding[]) =>
   `production would refuse this target: ${findings.map((f) => `${f.subject} is ${f.label}`).join(', ')}`;
 
-function verdict(findings: readonly Finding[], exemptedBy: string | null, suggest: string, rules: EgressRules, addresses: string[]): TargetVerdict {
+function verdict(
+  findings: readonly Finding[],
+  exemptedBy: string | null,
+  suggest: string,
+  rules: EgressRules,
+  addresses: string[],
+): TargetVerdict {
   if (findings.length === 0) return { refused: null, warning: null, addresses };
   if (rules.profile === 'local') {
     return { refused: null, warning: `${whyText(findings)} (the emulator allows it under the local egress profile)`, addresses };
   }
-  if (exemptedBy !== null) return { refused: null, warning: `${whyText(findings)}; allowed here by --egress-allow ${exemptedBy}`, addresses };
+  if (exemptedBy !== null)
+    return { refused: null, warning: `${whyText(findings)}; allowed here by --egress-allow ${exemptedBy}`, addresses };
   return { refused: refusedText(findings, suggest), warning: null, addresses };
 }
 

@@ -109,7 +109,9 @@ export class EgressProxy {
       url = new URL(req.url ?? '');
       if (url.protocol !== 'http:') throw new Error('not http');
     } catch {
-      res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' }).end('the egress proxy takes absolute http:// URLs (and CONNECT for https)\n');
+      res
+        .writeHead(400, { 'content-type': 'text/plain', connection: 'close' })
+        .end('the egress proxy takes absolute http:// URLs (and CONNECT for https)\n');
       return;
     }
     const host = url.hostname;
@@ -119,9 +121,21 @@ export class EgressProxy {
     const plan = this.egress.plan(host, null);
     const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) =>
       this.egress.record({
-        source: 'snippet', ...identity, integration: null, method: req.method ?? 'GET', host, port, path: url.pathname,
-        status: fields.status ?? null, bytes_out: bytesOut, bytes_in: bytesIn, duration_ms: Math.round(performance.now() - started),
-        fault: plan.describe, refused: fields.refused ?? null, error: fields.error ?? null, startedAt: started,
+        source: 'snippet',
+        ...identity,
+        integration: null,
+        method: req.method ?? 'GET',
+        host,
+        port,
+        path: url.pathname,
+        status: fields.status ?? null,
+        bytes_out: bytesOut,
+        bytes_in: bytesIn,
+        duration_ms: Math.round(performance.now() - started),
+        fault: plan.describe,
+        refused: fields.refused ?? null,
+        error: fields.error ?? null,
+        startedAt: started,
       });
     res.shouldKeepAlive = false;
 
@@ -145,9 +159,15 @@ export class EgressProxy {
         const refused = gate.kind === 'refused';
         const status = refused ? 403 : 502;
         const code = refused ? 'egress_refused' : 'bad_gateway';
-        res
-          .writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' })
-          .end(JSON.stringify({ type: `${PROBLEM_TYPE_BASE}${code}`, title: refused ? 'Egress refused' : 'Bad gateway', status, code, detail: gate.detail }));
+        res.writeHead(status, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': refused ? 'refused' : 'failed' }).end(
+          JSON.stringify({
+            type: `${PROBLEM_TYPE_BASE}${code}`,
+            title: refused ? 'Egress refused' : 'Bad gateway',
+            status,
+            code,
+            detail: gate.detail,
+          }),
+        );
         log({ status, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
       }
@@ -156,7 +176,16 @@ export class EgressProxy {
     const headers = { ...req.headers };
     for (const h of ['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']) delete headers[h];
     const upstream = httpRequest(
-      { host: target.address, family: target.family, port, method: req.method, path: `${url.pathname}${url.search}`, headers: { ...headers, host: url.host }, agent: false, setHost: false },
+      {
+        host: target.address,
+        family: target.family,
+        port,
+        method: req.method,
+        path: `${url.pathname}${url.search}`,
+        headers: { ...headers, host: url.host },
+        agent: false,
+        setHost: false,
+      },
       (up) => {
         up.on('data', (c: Buffer) => (bytesIn += c.length));
         res.writeHead(up.statusCode ?? 502, up.headers);
@@ -165,7 +194,10 @@ export class EgressProxy {
       },
     );
     upstream.on('error', (err) => {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`the egress proxy could not reach ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}\n`);
+      if (!res.headersSent)
+        res
+          .writeHead(502, { 'content-type': 'text/plain' })
+          .end(`the egress proxy could not reach ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}\n`);
       else res.destroy();
       log({ status: res.headersSent ? null : 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
     });
@@ -193,9 +225,21 @@ export class EgressProxy {
       if (logged) return;
       logged = true;
       this.egress.record({
-        source: 'snippet', ...identity, integration: null, method: 'CONNECT', host, port, path: null,
-        status: fields.status ?? null, bytes_out: bytesOut, bytes_in: bytesIn, duration_ms: Math.round(performance.now() - started),
-        fault: plan.describe, refused: fields.refused ?? null, error: fields.error ?? null, startedAt: started,
+        source: 'snippet',
+        ...identity,
+        integration: null,
+        method: 'CONNECT',
+        host,
+        port,
+        path: null,
+        status: fields.status ?? null,
+        bytes_out: bytesOut,
+        bytes_in: bytesIn,
+        duration_ms: Math.round(performance.now() - started),
+        fault: plan.describe,
+        refused: fields.refused ?? null,
+        error: fields.error ?? null,
+        startedAt: started,
       });
     };
     client.on('error', () => client.destroy());
@@ -216,7 +260,9 @@ export class EgressProxy {
       case 'refused':
       case 'unreachable': {
         const refused = gate.kind === 'refused';
-        client.end(`HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${gate.detail}\n`);
+        client.end(
+          `HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${gate.detail}\n`,
+        );
         log({ status: refused ? 403 : 502, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
       }
@@ -254,7 +300,11 @@ export class EgressProxy {
     if (plan.fail?.type === 'drop') return { kind: 'drop' };
     if (plan.fail?.type === 'timeout') return { kind: 'hold' };
     if (plan.fail?.type === 'status') {
-      return { kind: 'fault', status: plan.fail.status, body: plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' }) };
+      return {
+        kind: 'fault',
+        status: plan.fail.status,
+        body: plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' }),
+      };
     }
     const target = await this.egress.resolve(host, port, identity);
     if ('refused' in target) return { kind: 'refused', detail: target.refused };

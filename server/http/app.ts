@@ -1,8 +1,9 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { z } from 'zod';
-import { ApiError, badRequest, unauthenticated, validationFailed } from '../errors';
-import { fieldErrors } from '../api/field-errors';
+import { ApiError, badRequest } from '../errors';
+import { unauthenticated, validationFailed } from '../domain/errors';
+import { fieldErrors } from '../services/field-errors';
 import { secretEquals } from '../ids';
 import type { Logger } from '../logger';
 import type { Services } from '../services';
@@ -11,7 +12,8 @@ import { hostAndOriginGuard, type HostPolicy } from './guards';
 import type { Metrics } from './metrics';
 import { observeMiddleware } from './observe';
 import { problemMiddleware } from './problem';
-import { koaPath, type RouteDef } from './route';
+import { implement, koaPath, type RouteDef } from './route';
+import * as meta from '../../contract/meta';
 import { staticGui } from './static-gui';
 
 export interface AppOptions {
@@ -35,6 +37,11 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: strin
   throw badRequest('validation_failed', errors.map((e) => `${e.location}: ${e.message}`).join('; '), { errors });
 }
 
+/** The request's headers with an empty value dropped: `X-Invoke-Mode:` with nothing after it is no mode at all. */
+function declaredHeaders(ctx: Koa.Context): Record<string, string | string[]> {
+  return Object.fromEntries(Object.entries(ctx.headers).filter((e): e is [string, string | string[]] => e[1] !== undefined && e[1] !== ''));
+}
+
 function bearer(ctx: Koa.Context): string | undefined {
   return /^Bearer (\S+)$/i.exec(ctx.get('authorization'))?.[1];
 }
@@ -45,7 +52,16 @@ export function createApp(opts: AppOptions): Koa {
   app.silent = true; // errors are answered and logged by problemMiddleware, not printed by Koa
   const router = new Router();
 
-  for (const route of opts.routes) {
+  // Every route is an Operation of the contract, the document and the metrics too (contract/meta.ts).
+  const own = [
+    implement(meta.getOpenApi, () => ({ status: 200, body: opts.openapi() })),
+    implement(meta.getMetrics, () => ({
+      status: 200,
+      body: opts.metrics.render(),
+      headers: { 'Content-Type': 'text/plain; version=0.0.4' },
+    })),
+  ];
+  for (const route of [...opts.routes, ...own]) {
     router[route.method](koaPath(route.path), async (ctx) => {
       ctx.state.routeTemplate = route.path;
       let tenant = undefined as never;
@@ -54,7 +70,9 @@ export function createApp(opts: AppOptions): Koa {
       } else if (route.auth === 'admin') {
         const token = bearer(ctx) ?? ctx.get('x-emu-admin');
         if (!token || !secretEquals(token, opts.adminToken)) {
-          throw unauthenticated('This is the emulator’s own surface: send the admin token from <data-dir>/emulator.json as "Authorization: Bearer emu_…".');
+          throw unauthenticated(
+            'This is the emulator’s own surface: send the admin token from <data-dir>/emulator.json as "Authorization: Bearer emu_…".',
+          );
         }
       }
       const params = parse(route.params, ctx.params, 'path', 422);
@@ -65,9 +83,11 @@ export function createApp(opts: AppOptions): Koa {
         if (raw === undefined && !route.bodyOptional) {
           throw validationFailed([{ location: 'body', message: 'a JSON object body is required' }]);
         }
-        body = parse(route.body, raw ?? {}, 'body', 422);
+        // Only an absent body stands for `{}`: a JSON `null` is a value, and the route's schema judges it.
+        body = parse(route.body, raw === undefined ? {} : raw, 'body', 422);
       }
-      const reply = await route.handler({ params, query, body, services: opts.services, tenant, ctx } as never);
+      const headers = route.headers ? parse(route.headers, declaredHeaders(ctx), 'header', 400) : {};
+      const reply = await route.handler({ params, query, body, headers, services: opts.services, tenant, ctx } as never);
       ctx.status = reply.status;
       for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
       if (reply.body === null) {
@@ -77,16 +97,6 @@ export function createApp(opts: AppOptions): Koa {
       } else if (reply.body !== undefined) ctx.body = reply.body;
     });
   }
-
-  router.get('/openapi.json', (ctx) => {
-    ctx.state.routeTemplate = '/openapi.json';
-    ctx.body = opts.openapi();
-  });
-  router.get('/metrics', (ctx) => {
-    ctx.state.routeTemplate = '/metrics';
-    ctx.type = 'text/plain; version=0.0.4';
-    ctx.body = opts.metrics.render();
-  });
 
   app.use(observeMiddleware(opts.logger, opts.metrics));
   app.use(problemMiddleware(opts.logger));

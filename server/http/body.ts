@@ -1,27 +1,11 @@
 import type { Context } from 'koa';
-import { ApiError, badRequest, payloadTooLarge, validationFailed } from '../errors';
-import { describeJsonError } from '../storage/atomic-file';
+import { ApiError, badRequest } from '../errors';
+import { payloadTooLarge, validationFailed } from '../domain/errors';
+import { BODY_LIMIT_BYTES, describeJsonError, jsonDepth, jsonErrorOffset, JSON_MAX_DEPTH } from '../json-text';
 
-export const BODY_LIMIT_BYTES = 6 * 1024 * 1024;
-/** Deeper JSON is refused: re-serialising it (every db.json write) would overflow the stack. */
-export const JSON_MAX_DEPTH = 128;
+export { BODY_LIMIT_BYTES, jsonDepth, JSON_MAX_DEPTH };
 
-/** Deepest nesting of arrays/objects in JSON text (strings skipped); a linear scan, no recursion. */
-export function jsonDepth(text: string): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
-    else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return max;
-}
+export { VALUE_MAX_DEPTH, jsonValueDepth } from '../../contract/schemas/json';
 
 const isJsonType = (type: string | undefined) => !!type && /^application\/([\w.+-]*\+)?json\s*(;|$)/i.test(type);
 
@@ -52,19 +36,27 @@ export async function readJsonBody(ctx: Context, limit = BODY_LIMIT_BYTES): Prom
   const size = raw.length;
   if (size === 0) return undefined;
   if (!isJsonType(ctx.get('content-type'))) {
-    throw new ApiError(415, 'unsupported_media_type', 'Unsupported media type', 'send the body as JSON with "Content-Type: application/json"', {
-      errors: [{ location: 'header.content-type', message: 'must be application/json' }],
-    });
+    throw new ApiError(
+      415,
+      'unsupported_media_type',
+      'Unsupported media type',
+      'send the body as JSON with "Content-Type: application/json"',
+      {
+        errors: [{ location: 'header.content-type', message: 'must be application/json' }],
+      },
+    );
   }
   const text = raw.toString('utf8');
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw badRequest('malformed_json', `the request body is not valid JSON: ${describeJsonError(text, err)}`);
-  }
+  const malformed = (err: unknown) => badRequest('malformed_json', `the request body is not valid JSON: ${describeJsonError(text, err)}`);
+  // Depth first (a linear scan), so 6 MiB of `[` is answered before JSON.parse builds millions of levels:
+  // 400 when it is not JSON at all, else 422 for the depth.
   if (jsonDepth(text) > JSON_MAX_DEPTH) {
+    if (jsonErrorOffset(text) !== null) throw malformed(null);
     throw validationFailed([{ location: 'body', message: `nests arrays/objects deeper than ${JSON_MAX_DEPTH} levels` }]);
   }
-  return value;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw malformed(err);
+  }
 }

@@ -48,7 +48,7 @@ export function hostAndOriginGuard(policy: HostPolicy): Middleware {
     }
     const origin = ctx.get('origin');
     if (origin) {
-      let same = false;
+      let same: boolean;
       try {
         const o = new URL(origin);
         same = (o.protocol === 'http:' || o.protocol === 'https:') && o.host.toLowerCase() === host.toLowerCase();

@@ -21,7 +21,7 @@ export class Metrics {
     let h = this.durations.get(hkey);
     if (!h) this.durations.set(hkey, (h = { counts: BUCKETS.map(() => 0), sum: 0, count: 0 }));
     BUCKETS.forEach((b, i) => {
-      if (seconds <= b) h!.counts[i]!++;
+      if (seconds <= b) h.counts[i]!++;
     });
     h.sum += seconds;
     h.count++;
@@ -35,7 +35,10 @@ export class Metrics {
     const out: string[] = [];
     out.push('# HELP svc_emu_http_requests_total HTTP requests served.', '# TYPE svc_emu_http_requests_total counter');
     for (const [k, v] of this.requests) out.push(`svc_emu_http_requests_total{${k}} ${v}`);
-    out.push('# HELP svc_emu_http_request_duration_seconds Time to answer a request.', '# TYPE svc_emu_http_request_duration_seconds histogram');
+    out.push(
+      '# HELP svc_emu_http_request_duration_seconds Time to answer a request.',
+      '# TYPE svc_emu_http_request_duration_seconds histogram',
+    );
     for (const [k, h] of this.durations) {
       BUCKETS.forEach((b, i) => out.push(`svc_emu_http_request_duration_seconds_bucket{${k},le="${b}"} ${h.counts[i]}`));
       out.push(`svc_emu_http_request_duration_seconds_bucket{${k},le="+Inf"} ${h.count}`);

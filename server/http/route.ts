@@ -2,12 +2,14 @@ import type { Context } from 'koa';
 import type { z } from 'zod';
 import type { TenantRecord } from '../storage/schema';
 import type { Services } from '../services';
+import type { Auth, Operation, ResponseSpec } from '../../contract/operation';
 
 /**
- * One HTTP route, declared once: its schemas validate the request and describe it in the OpenAPI
- * document, and its handler returns a reply instead of poking at the Koa context.
+ * One HTTP route: an Operation of the wire contract (contract/operation.ts: its schemas validate the
+ * request and describe it in the OpenAPI document) bound to a handler that returns a reply instead of
+ * poking at the Koa context.
  */
-export type Auth = 'tenant' | 'admin' | 'none';
+export type { Auth, ResponseSpec };
 
 export interface Reply {
   status: number;
@@ -15,44 +17,31 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-export interface ResponseSpec {
-  description: string;
-  schema?: z.ZodType;
-  contentType?: string;
-}
-
-export interface RouteInput<P, Q, B> {
+export interface RouteInput<P, Q, B, H = Record<string, string | undefined>> {
   params: P;
   query: Q;
   body: B;
+  /** The request headers the operation declares, validated (an empty value counts as absent). */
+  headers: H;
   services: Services;
   /** The key's tenant (tenant-authenticated routes only). */
   tenant: TenantRecord;
   ctx: Context;
 }
 
-export interface RouteDef<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** OpenAPI style: `/v1/snippets/{id}`. */
-  path: string;
-  auth: Auth;
-  tag: string;
-  summary: string;
-  description?: string;
-  params?: P;
-  query?: Q;
-  /** Validated as the JSON body; `bodyOptional` lets an empty body through as `{}`. */
-  body?: B;
-  bodyOptional?: boolean;
-  responses: Record<number, ResponseSpec>;
-  /** Emulator-only routes are left out of the /v1 contract's tags but still documented. */
-  handler(input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<Reply> | Reply;
+export type Handler<P = unknown, Q = unknown, B = unknown, H = unknown> = (input: RouteInput<P, Q, B, H>) => Promise<Reply> | Reply;
+
+/** An Operation with the handler that implements it; the router mounts these and nothing else. */
+export interface RouteDef extends Operation {
+  handler: Handler<never, never, never, never>;
 }
 
-export function defineRoute<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType>(
-  def: RouteDef<P, Q, B>,
+/** Binds a handler to its Operation; the handler sees the request as the Operation's schemas output it. */
+export function implement<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType, H extends z.ZodType>(
+  op: Operation<P, Q, B, H>,
+  handler: Handler<z.output<P>, z.output<Q>, z.output<B>, z.output<H>>,
 ): RouteDef {
-  return def as unknown as RouteDef;
+  return { ...(op as unknown as Operation), handler };
 }
 
 /** `/v1/snippets/{id}` → `/v1/snippets/:id` for @koa/router. */

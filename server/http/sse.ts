@@ -1,14 +1,7 @@
 import { PassThrough } from 'node:stream';
+import type { StreamEvent } from '../services/stream-log';
 
-/** One event of a stream: what an SSE frame carries (`id:`, `event:`, `data:`), and when it happened. */
-export interface StreamEvent {
-  id: number;
-  event: 'start' | 'chunk' | 'result' | 'error';
-  data: unknown;
-  /** When it was emitted (RFC 3339) and ms since the stream's start. */
-  at: string;
-  t_ms: number;
-}
+export type { StreamEvent } from '../services/stream-log';
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',

@@ -1,8 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { ApiError } from '../errors';
+import { conflict } from '../domain/errors';
 import { AsyncQueue } from '../queue/async-queue';
 import type { Logger } from '../logger';
 import type { InvocationRecord, TenantRecord } from '../storage/schema';
+import type { ExecutionResult } from '../../executor';
 import type { InvocationService } from './invocations';
 import type { InvokeRequest, InvokeService } from './invoke';
 import type { TenantService } from './tenants';
@@ -28,7 +29,10 @@ export class AsyncService {
   private readonly queue: AsyncQueue;
   /** Monotonic time each job was queued, for the enqueue-to-start measurement. */
   private readonly queuedAt = new Map<string, number>();
+  /** The jobs a cancel can still stop: from the moment a worker takes one until its run has ended. */
   private readonly controllers = new Map<string, AbortController>();
+  /** The jobs whose run has ended and whose record is being finished (large outputs and logs go to blobs first). */
+  private readonly finishing = new Map<string, Promise<unknown>>();
   private closing = false;
   private recovered: { id: string; tenant_id: string }[] = [];
 
@@ -94,10 +98,14 @@ export class AsyncService {
 
   /**
    * Cancels the tenant's invocation: a queued job never runs (`cancelled` at once); a running one is
-   * killed (`cancelling`, then outcome `cancelled`). A finished one is a 409.
+   * killed (`cancelling`, then outcome `cancelled`: a cancel answered so wins, see `run`). A finished one is
+   * refused (conflict), also in the moment between its record being finished and its job letting go of its
+   * abort controller, and in the one between its run ending and its record being finished (the refusal then
+   * waits for that record, to name its outcome).
    */
   async cancel(tenant: TenantRecord, id: string): Promise<'cancelled' | 'cancelling'> {
     const rec = this.invocations.find(tenant, id);
+    if (rec.status !== 'queued' && rec.status !== 'running') throw this.finished(tenant, id);
     if (this.queue.remove(rec.id)) {
       this.queuedAt.delete(rec.id);
       const cancelled = await this.invocations.cancelQueued(rec.id);
@@ -109,9 +117,18 @@ export class AsyncService {
       controller.abort();
       return 'cancelling';
     }
+    const ending = this.finishing.get(rec.id);
+    if (ending) {
+      await ending.catch(() => {}); // a failed finish is logged by `run`; the record says what it is
+      throw this.finished(tenant, id);
+    }
     if (this.invoke.abort(rec.id)) return 'cancelling';
+    throw this.finished(tenant, id);
+  }
+
+  private finished(tenant: TenantRecord, id: string) {
     const current = this.invocations.find(tenant, id);
-    throw new ApiError(409, 'conflict', 'Conflict', `invocation '${id}' has finished (${current.outcome ?? current.status}); there is nothing to cancel`);
+    return conflict(`invocation '${id}' has finished (${current.outcome ?? current.status}); there is nothing to cancel`);
   }
 
   stats() {
@@ -148,16 +165,42 @@ export class AsyncService {
       const record = await this.invocations.markRunning(id);
       const input = await this.invocations.inputOf(record);
       const waited = performance.now() - (this.queuedAt.get(id) ?? performance.now());
-      this.queuedAt.delete(id);
-      const result = await this.invoke.execute(tenant, record, input, { signal: controller.signal });
-      // Interrupted by our own shutdown, not cancelled by a user: leave it `running` to run again.
-      if (this.closing && (result.outcome === 'failed' || result.outcome === 'cancelled') && !controller.signal.aborted) return;
-      const finished = await this.invocations.finish(id, result, true, waited);
+      const ran = await this.invoke.execute(tenant, record, input, { signal: controller.signal });
+      // From here on a cancel is refused: the run has ended. One that came before was answered 202 `cancelling`,
+      // and that answer holds even when the run's own end beat the kill (the executor had its verdict).
+      this.controllers.delete(id);
+      const result = controller.signal.aborted ? cancelledAtTheEnd(ran) : ran;
+      // Interrupted by our own shutdown, not cancelled by a user: leave it `running` to run again. The shutdown shows
+      // as `failed` or `cancelled`, or as `handler_error` when it killed the runner first (the process exited
+      // mid-run): any end but success during a shutdown runs again (at least once: `attempts` says so).
+      if (this.closing && result.outcome !== 'success' && !controller.signal.aborted) return;
+      const ending = this.invocations.finish(id, result, true, waited);
+      this.finishing.set(id, ending);
+      const finished = await ending;
       if (finished.callback) this.callbacks.schedule(id);
     } catch (err) {
-      this.opts.logger.log('error', 'async job failed inside the emulator; it runs again on the next start', { invocation_id: id, error: String(err) });
+      this.opts.logger.log('error', 'async job failed inside the emulator; it runs again on the next start', {
+        invocation_id: id,
+        error: String(err),
+      });
     } finally {
       this.controllers.delete(id);
+      this.finishing.delete(id);
+      this.queuedAt.delete(id); // on every way out: a job that did not run (gone, or failed to start) must not stay here
     }
   }
+}
+
+/**
+ * A run a user cancelled (answered 202 `cancelling`) whose own end came first: its outcome is `cancelled` all the same,
+ * as that answer promised. What it measured stays (usage, logs, timeline); its output or error does not.
+ */
+function cancelledAtTheEnd(result: ExecutionResult): ExecutionResult {
+  if (result.outcome === 'cancelled') return result;
+  const { output: _output, error: _error, ...kept } = result;
+  return {
+    ...kept,
+    outcome: 'cancelled',
+    error: { code: 'cancelled', message: `the invocation was cancelled as its run ended (${result.outcome}); that result is not kept` },
+  };
 }

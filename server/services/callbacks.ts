@@ -1,7 +1,8 @@
-import { ApiError, conflict } from '../errors';
+import { conflict, ValidationError, type DomainCode } from '../domain/errors';
 import { checkTarget, refuseAddress, TargetError, type EgressRules } from '../egress/policy';
 import { deliver as httpDeliver, type DeliverOptions, type DeliveryAttempt } from '../webhooks/deliver';
 import { signHeaders } from '../webhooks/sign';
+import { isOwnInbox, isSelfAddress, type SelfEndpoint } from '../webhooks/own-inbox';
 import { nextDelayMs, type RetryPolicy } from '../webhooks/schedule';
 import type { Logger } from '../logger';
 import type { CoreDeps } from '../core-deps';
@@ -20,6 +21,8 @@ export interface CallbackOptions {
   logger: Logger;
   /** One HTTP attempt (tests may pass their own). */
   deliver?: (opts: DeliverOptions) => Promise<DeliveryAttempt>;
+  /** Where this core listens, once it does (its own inbox is a callback target under every profile). */
+  self?: () => SelfEndpoint | null;
 }
 
 /**
@@ -43,17 +46,26 @@ export class CallbackService {
     return this.opts.rules;
   }
 
+  private self(): SelfEndpoint | null {
+    return this.opts.self?.() ?? null;
+  }
+
   /**
    * Checks a callback URL at submit: not http(s) → 422; refused under the production egress profile
    * → 422; allowed here but not in production → the parity warnings to record on the invocation.
    */
   async vet(url: unknown): Promise<string[]> {
-    const invalid = (message: string, code = 'validation_failed') =>
-      new ApiError(422, code, code === 'validation_failed' ? 'Validation failed' : 'Callback URL refused', message, {
-        errors: [{ location: 'body.callback_url', message }],
-      });
+    const invalid = (message: string, code: DomainCode<'validation_failed'> = 'validation_failed') =>
+      new ValidationError([{ location: 'body.callback_url', message }], message, code);
     if (typeof url !== 'string' || url.length === 0 || url.length > 2048) {
       throw invalid('callback_url must be an http(s) URL of at most 2048 characters');
+    }
+    if (this.opts.rules.profile === 'production' && isOwnInbox(url, this.self())) {
+      const host = new URL(url).hostname;
+      return [
+        `callback_url: production would refuse this target: ${host} is a private/loopback address (production refuses callback targets ` +
+          `that resolve to private, loopback or link-local addresses); allowed here because it is this emulator's own callback inbox`,
+      ];
     }
     try {
       const verdict = await checkTarget(url, this.opts.rules);
@@ -74,7 +86,9 @@ export class CallbackService {
     const due = Math.max(0, Date.parse(cb.next_attempt_at) - this.deps.clock().getTime());
     const timer = setTimeout(() => {
       this.timers.delete(id);
-      this.attempt(id, true).catch((err) => this.opts.logger.log('error', 'callback delivery failed inside the emulator', { invocation_id: id, error: String(err) }));
+      this.attempt(id, true).catch((err) =>
+        this.opts.logger.log('error', 'callback delivery failed inside the emulator', { invocation_id: id, error: String(err) }),
+      );
     }, due);
     timer.unref();
     this.timers.set(id, timer);
@@ -82,7 +96,9 @@ export class CallbackService {
 
   /** After a restart: every callback still due is planned again. */
   recover(): void {
-    const due = this.deps.repo.read((db) => db.invocations.filter((i) => i.callback?.status === 'pending' && i.callback.next_attempt_at).map((i) => i.id));
+    const due = this.deps.repo.read((db) =>
+      db.invocations.filter((i) => i.callback?.status === 'pending' && i.callback.next_attempt_at).map((i) => i.id),
+    );
     for (const id of due) this.schedule(id);
   }
 
@@ -113,28 +129,41 @@ export class CallbackService {
       headers,
       body,
       timeoutMs: this.opts.timeoutMs,
-      guard: (address, host, port) => refuseAddress(address, host, port, this.opts.rules),
+      guard: isOwnInbox(cb.url, this.self())
+        ? (address, host, port) => (isSelfAddress(address, port, this.self()) ? null : refuseAddress(address, host, port, this.opts.rules))
+        : (address, host, port) => refuseAddress(address, host, port, this.opts.rules),
     });
-    const updated = await this.deps.repo.mutateRecords((db) => {
-      const current = db.invocations.find((i) => i.id === id);
-      if (!current?.callback) return current ?? rec;
-      const callback = current.callback;
-      const delivery: DeliveryRecord = { at, status_code: result.status_code, error: result.error, duration_ms: result.duration_ms, scheduled };
-      callback.deliveries.push(delivery);
-      if (callback.deliveries.length > MAX_DELIVERIES) callback.deliveries.splice(0, callback.deliveries.length - MAX_DELIVERIES);
-      if (result.ok) {
-        callback.status = 'delivered';
-        callback.next_attempt_at = null;
-      } else if (scheduled) {
-        const sent = callback.deliveries.filter((d) => d.scheduled).length;
-        const delay = result.final ? null : nextDelayMs(sent, this.opts.retry, result.retry_after_ms);
-        callback.status = delay === null ? 'failed' : 'pending';
-        callback.next_attempt_at = delay === null ? null : new Date(this.deps.clock().getTime() + delay).toISOString();
-      }
-      return current;
-    }, (r) => [r]);
-    if (result.ok) clearTimeout(this.timers.get(id));
-    else if (scheduled) this.schedule(id);
+    const updated = await this.deps.repo.mutateRecords(
+      (db) => {
+        const current = db.invocations.find((i) => i.id === id);
+        if (!current?.callback) return current ?? rec;
+        const callback = current.callback;
+        const delivery: DeliveryRecord = {
+          at,
+          status_code: result.status_code,
+          error: result.error,
+          duration_ms: result.duration_ms,
+          scheduled,
+        };
+        callback.deliveries.push(delivery);
+        if (callback.deliveries.length > MAX_DELIVERIES) callback.deliveries.splice(0, callback.deliveries.length - MAX_DELIVERIES);
+        if (result.ok) {
+          callback.status = 'delivered';
+          callback.next_attempt_at = null;
+        } else if (scheduled) {
+          const sent = callback.deliveries.filter((d) => d.scheduled).length;
+          const delay = result.final ? null : nextDelayMs(sent, this.opts.retry, result.retry_after_ms);
+          callback.status = delay === null ? 'failed' : 'pending';
+          callback.next_attempt_at = delay === null ? null : new Date(this.deps.clock().getTime() + delay).toISOString();
+        }
+        return current;
+      },
+      (r) => [r],
+    );
+    if (result.ok) {
+      clearTimeout(this.timers.get(id)); // a redelivery answered 2xx: the planned retry has nothing left to do
+      this.timers.delete(id);
+    } else if (scheduled) this.schedule(id);
     return updated;
   }
 }

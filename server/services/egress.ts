@@ -93,8 +93,11 @@ export class EgressService {
     }
     if (this.rules.profile === 'local' && identity?.invocation_id) {
       const production = { profile: 'production' as const, allow: this.rules.allow };
-      const wouldRefuse = addresses.map((a) => refuseAddress(a.address, bare, port, production, 'outbound connections')).find((r) => r !== null);
-      if (wouldRefuse) this.warn(identity.invocation_id, `egress: ${wouldRefuse.replace(/^production refuses/, 'production would refuse')}`);
+      const wouldRefuse = addresses
+        .map((a) => refuseAddress(a.address, bare, port, production, 'outbound connections'))
+        .find((r) => r !== null);
+      if (wouldRefuse)
+        this.warn(identity.invocation_id, `egress: ${wouldRefuse.replace(/^production refuses/, 'production would refuse')}`);
     }
     return addresses[0] ?? { error: 'host not found (no address)' };
   }
@@ -130,7 +133,16 @@ export class EgressService {
       startedAt: started,
     };
     const done = (fields: Partial<EgressEntry>) =>
-      this.record({ ...base, status: null, bytes_in: 0, duration_ms: Math.round(performance.now() - started), fault: plan.describe, refused: null, error: null, ...fields });
+      this.record({
+        ...base,
+        status: null,
+        bytes_in: 0,
+        duration_ms: Math.round(performance.now() - started),
+        fault: plan.describe,
+        refused: null,
+        error: null,
+        ...fields,
+      });
 
     const plan = this.plan(host, req.integration);
     const deadline = started + req.timeoutMs;
@@ -147,7 +159,11 @@ export class EgressService {
     if (plan.fail?.type === 'status') {
       const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
       done({ status: plan.fail.status, bytes_in: Buffer.byteLength(body) });
-      return { status: plan.fail.status, headers: { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }, body: Buffer.from(body) };
+      return {
+        status: plan.fail.status,
+        headers: { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' },
+        body: Buffer.from(body),
+      };
     }
     const target = await this.resolve(host, port, req.identity);
     if ('refused' in target) {
@@ -199,7 +215,10 @@ export class EgressService {
           res.on('error', reject);
         },
       );
-      const timer = setTimeout(() => r.destroy(new EgressError('timeout', `${req.url.host}: no answer within ${req.timeoutMs} ms`)), Math.max(1, timeoutMs));
+      const timer = setTimeout(
+        () => r.destroy(new EgressError('timeout', `${req.url.host}: no answer within ${req.timeoutMs} ms`)),
+        Math.max(1, timeoutMs),
+      );
       r.on('error', (err) => {
         clearTimeout(timer);
         reject(err);

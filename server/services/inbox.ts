@@ -1,6 +1,7 @@
 import { appendFile, mkdir, readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { newId } from '../ids';
+import { jsonDepth, JSON_MAX_DEPTH } from '../json-text';
 import { writeFileAtomic } from '../storage/atomic-file';
 import { verify } from '../webhooks/sign';
 import type { Clock } from '../core-deps';
@@ -70,15 +71,24 @@ export class InboxService {
 
   async receive(
     name: string,
-    req: { method: string; query: string; statusParam: number | undefined; headers: Record<string, string | string[] | undefined>; body: Buffer },
+    req: {
+      method: string;
+      query: string;
+      statusParam: number | undefined;
+      headers: Record<string, string | string[] | undefined>;
+      body: Buffer;
+    },
   ): Promise<{ status: number; retryAfter: number | null; delivery: InboxDelivery }> {
     const text = req.body.subarray(0, INBOX_BODY_KEEP_BYTES).toString('utf8');
     const fullText = req.body.toString('utf8');
     let json: unknown = null;
-    try {
-      json = JSON.parse(fullText);
-    } catch {
-      /* not JSON: kept as text */
+    // Deeper than the API accepts: kept as text only (JSON.stringify of the delivery would overflow the stack).
+    if (jsonDepth(fullText) <= JSON_MAX_DEPTH) {
+      try {
+        json = JSON.parse(fullText);
+      } catch {
+        /* not JSON: kept as text */
+      }
     }
     const response = this.responses.get(name) ?? DEFAULT_RESPONSE;
     const status = req.statusParam ?? response.status;
@@ -126,7 +136,12 @@ export class InboxService {
     const out: InboxSummary[] = [];
     for (const name of [...names].sort()) {
       const list = await this.load(name);
-      out.push({ name, deliveries: Math.min(list.length, INBOX_KEEP), last_received_at: list.at(-1)?.received_at ?? null, response: this.response(name) });
+      out.push({
+        name,
+        deliveries: Math.min(list.length, INBOX_KEEP),
+        last_received_at: list.at(-1)?.received_at ?? null,
+        response: this.response(name),
+      });
     }
     return out;
   }
@@ -154,7 +169,8 @@ export class InboxService {
     let first: ReturnType<typeof verify> | null = null;
     for (const tenant of this.tenants.list()) {
       const result = verify(this.tenants.signingSecrets(tenant.id), headers, body, now);
-      if (result.matched !== null) return { verified: result.verified, tenant: tenant.name, timestamp_ok: result.timestamp_ok, reason: result.reason };
+      if (result.matched !== null)
+        return { verified: result.verified, tenant: tenant.name, timestamp_ok: result.timestamp_ok, reason: result.reason };
       first ??= result;
     }
     return {
@@ -173,13 +189,14 @@ export class InboxService {
     let list = this.cache.get(name);
     if (!list) {
       list = readFile(this.file(name), 'utf8').then(
-        (text) => text.split('\n').flatMap((line) => {
-          try {
-            return line ? [JSON.parse(line) as InboxDelivery] : [];
-          } catch {
-            return []; // a line cut short by a crash
-          }
-        }),
+        (text) =>
+          text.split('\n').flatMap((line) => {
+            try {
+              return line ? [JSON.parse(line) as InboxDelivery] : [];
+            } catch {
+              return []; // a line cut short by a crash
+            }
+          }),
         () => [],
       );
       this.cache.set(name, list);
@@ -189,7 +206,10 @@ export class InboxService {
 
   private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
     const run = (this.chains.get(name) ?? Promise.resolve()).then(fn, fn);
-    this.chains.set(name, run.catch(() => {}));
+    this.chains.set(
+      name,
+      run.catch(() => {}),
+    );
     return run;
   }
 }

@@ -14,9 +14,9 @@ import { StreamLog } from './stream-log';
 import { EgressService } from './egress';
 import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
+import type { SelfEndpoint } from '../webhooks/own-inbox';
 import type { Logger } from '../logger';
-import type { Executor } from '../../executor';
-import { LimaManager } from '../../executor';
+import type { Executor, LimaManager } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
 import type { TerminalAccess } from '../terminal/sessions';
 
@@ -35,39 +35,45 @@ export interface EmulatorFacts {
   runtime: () => Promise<unknown>;
 }
 
-export interface Services {
-  tenants: TenantService;
-  snippets: SnippetService;
-  secrets: SecretService;
-  store: StoreService;
-  integrations: IntegrationService;
-  invocations: InvocationService;
-  invoke: InvokeService;
-  async: AsyncService;
-  callbacks: CallbackService;
-  inbox: InboxService;
-  streams: StreamLog;
-  egress: EgressService;
-  executor: Executor;
-  facts: EmulatorFacts;
-  /** The watched workspace (null when the core runs without one). Set once the loader has started. */
-  workspace: { status(): WorkspaceView } | null;
-  /** The executor VM of macOS (`/_emu/vm`): its status and create/start/stop. Set by startEmulator. */
-  vm: LimaManager;
+/** The domain's services: plain data in, plain data out, refusals as server/domain/errors.ts. */
+export interface DomainServices {
+  readonly tenants: TenantService;
+  readonly snippets: SnippetService;
+  readonly secrets: SecretService;
+  readonly store: StoreService;
+  readonly integrations: IntegrationService;
+  readonly invocations: InvocationService;
+  readonly invoke: InvokeService;
+  readonly async: AsyncService;
+  readonly callbacks: CallbackService;
+  readonly inbox: InboxService;
+  readonly streams: StreamLog;
+  readonly egress: EgressService;
+}
+
+/** What the routes are handed: the domain's services and the process's parts, all built before it (server/index.ts). */
+export interface Services extends DomainServices {
+  readonly executor: Executor;
+  readonly facts: EmulatorFacts;
+  /** The watched workspace (null when the core runs without one). */
+  readonly workspace: { status(): WorkspaceView } | null;
+  /** The executor VM of macOS (`/_emu/vm`): its status and create/start/stop. */
+  readonly vm: LimaManager;
   /**
    * Connects the executor to the VM's agent now (a VM started outside the app); throws why it could not.
-   * Null when snippets run on this host. Set by startEmulator.
+   * Null when snippets run on this host.
    */
-  connectAgent: (() => Promise<void>) | null;
-  /** The GUI's terminals (`/_emu/terminals`), or why they are off. Set by startEmulator. */
-  terminals: TerminalAccess;
+  readonly connectAgent: (() => Promise<void>) | null;
+  /** The GUI's terminals (`/_emu/terminals`), or why they are off. */
+  readonly terminals: TerminalAccess;
 }
 
 export interface ServiceOptions {
   executor: Executor;
   logger: Logger;
   validateCode?: CodeValidator | null;
-  historyLimit?: number;
+  /** Built before the executor too: the egress path records its parity warnings on the invocation. */
+  invocations: InvocationService;
   egress: EgressRules;
   /** Built before the executor (its proxy must listen before sandboxes start): see `egressService`. */
   egressService: EgressService;
@@ -78,6 +84,8 @@ export interface ServiceOptions {
   inboxDir: string;
   /** Silence after which an SSE response gets a `: ping` comment. */
   streamPingMs: number;
+  /** Where the core listens, once it does: its own callback inbox is reachable under every egress profile. */
+  self?: () => SelfEndpoint | null;
 }
 
 /** The egress path, built from the state (who an invocation belongs to) and the profile. */
@@ -94,7 +102,8 @@ export function egressService(deps: CoreDeps, rules: EgressRules, warn: (invocat
   );
 }
 
-export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: ServiceOptions): Services {
+/** The domain's services in dependency order, each handed what it uses; nothing is patched in afterwards. */
+export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServices {
   const snippets: SnippetService = new SnippetService(deps, opts.validateCode ?? null, (snippetId) => {
     // A replaced or undeployed version's warm sandboxes go, so the next invocation runs current code.
     void opts.executor.retire({ snippetId, keepVersions: snippets.liveVersions(snippetId) });
@@ -102,7 +111,7 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
   const tenants = new TenantService(deps);
   const secrets = new SecretService(deps);
   const store = new StoreService(deps);
-  const invocations = new InvocationService(deps, opts.historyLimit);
+  const invocations = opts.invocations;
   const egress = opts.egressService;
   const integrations = new IntegrationService(deps, secrets, egress);
   const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots());
@@ -111,7 +120,9 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
     retry: retryPolicy({ scale: opts.callbackRetryScale }),
     timeoutMs: opts.callbackTimeoutMs,
     logger: opts.logger,
+    self: opts.self,
   });
+  const async = new AsyncService(invoke, invocations, tenants, callbacks, { maxWorkers: opts.asyncWorkers, logger: opts.logger });
   return {
     tenants,
     snippets,
@@ -121,15 +132,9 @@ export function createServices(deps: CoreDeps, facts: EmulatorFacts, opts: Servi
     egress,
     invocations,
     invoke,
-    async: new AsyncService(invoke, invocations, tenants, callbacks, { maxWorkers: opts.asyncWorkers, logger: opts.logger }),
+    async,
     callbacks,
     inbox: new InboxService(opts.inboxDir, tenants, deps.clock),
-    streams: new StreamLog(deps, opts.streamPingMs),
-    executor: opts.executor,
-    facts,
-    workspace: null,
-    vm: new LimaManager({ limactl: null, projectRoot: null, hostBackend: opts.executor.info.backend }),
-    connectAgent: null,
-    terminals: { sessions: null, disabled: 'terminals are not set up on this core' },
+    streams: new StreamLog(deps, opts.streamPingMs, (message, err) => opts.logger.log('warn', message, { error: String(err) })),
   };
 }

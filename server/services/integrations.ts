@@ -1,10 +1,10 @@
-import { z } from 'zod';
-import { notFound } from '../errors';
+import { notFound } from '../domain/errors';
 import type { IntegrationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
 import { EgressError, type EgressService } from './egress';
 import type { SecretService } from './secrets';
+import type { IntegrationCallArgs } from './host-calls';
 
 /** The providers, as data: where each one is unless `base_url` says otherwise. */
 export const PROVIDER_DEFAULT_BASE_URL: Record<string, string | null> = {
@@ -15,20 +15,22 @@ export const PROVIDER_DEFAULT_BASE_URL: Record<string, string | null> = {
 /** How long the core waits for an integration's answer. */
 export const INTEGRATION_TIMEOUT_MS = 30_000;
 
-/** What `integrations.call(name, {...})` sends over fd 3. */
-const CallArgs = z.object({
-  name: z.string().min(1).max(63),
-  method: z.string().regex(/^[A-Za-z]{1,16}$/, 'must be an HTTP method'),
-  path: z.string().max(4096),
-  query: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))])).optional(),
-  headers: z.record(z.string(), z.string()).optional(),
-  body: z.unknown().optional(),
-});
-
 /** An error the snippet sees as an exception with this `code` (and, for an HTTP error, `status` and `body`). */
-const callError = (code: string, message: string, extra: { status?: number; body?: unknown } = {}) => Object.assign(new Error(message), { code, ...extra });
+const callError = (code: string, message: string, extra: { status?: number; body?: unknown } = {}) =>
+  Object.assign(new Error(message), { code, ...extra });
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+]);
 
 export interface IntegrationInput {
   provider: string;
@@ -92,7 +94,12 @@ export class IntegrationService {
     const sorted = this.deps.repo.read((db) =>
       db.integrations.filter((i) => i.tenant_id === tenant.id).sort((a, b) => (a.name < b.name ? -1 : 1)),
     );
-    return paginate(sorted, (i) => i.name, page, (i) => this.view(i));
+    return paginate(
+      sorted,
+      (i) => i.name,
+      page,
+      (i) => this.view(i),
+    );
   }
 
   async delete(tenant: TenantRecord, name: string) {
@@ -107,17 +114,16 @@ export class IntegrationService {
    * `integrations.call` from a snippet: the core adds the credential from the named secret, sends the
    * request through the egress path (profile, faults, log) with a deadline, and writes one line about
    * it (never the credential) to the invocation's logs. A non-2xx answer is an error carrying status
-   * and body.
+   * and body. `args` passed IntegrationCallArgs (services/host-calls.ts) on the way in.
    */
-  async call(tenant: TenantRecord, invocationId: string, raw: Record<string, unknown>, log: (line: string) => void) {
-    const parsed = CallArgs.safeParse(raw);
-    if (!parsed.success) throw callError('validation_failed', `integrations.call: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'request'} ${i.message}`).join('; ')}`);
-    const args = parsed.data;
+  async call(tenant: TenantRecord, invocationId: string, args: IntegrationCallArgs, log: (line: string) => void) {
     const rec = this.deps.repo.read((db) => db.integrations.find((i) => i.tenant_id === tenant.id && i.name === args.name));
     if (!rec) throw callError('not_found', `no integration named '${args.name}': create it with PUT /v1/integrations/${args.name}`);
-    if (!rec.base_url) throw callError('validation_failed', `integration '${rec.name}' has no base_url: set one with PUT /v1/integrations/${rec.name}`);
+    if (!rec.base_url)
+      throw callError('validation_failed', `integration '${rec.name}' has no base_url: set one with PUT /v1/integrations/${rec.name}`);
     const url = new URL(`${rec.base_url.replace(/\/+$/, '')}/${args.path.replace(/^\/+/, '')}`);
-    for (const [k, v] of Object.entries(args.query ?? {})) for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(one));
+    for (const [k, v] of Object.entries(args.query ?? {}))
+      for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(one));
 
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(args.headers ?? {})) if (!HOP_BY_HOP.has(k.toLowerCase())) headers[k.toLowerCase()] = v;
@@ -128,7 +134,11 @@ export class IntegrationService {
     }
     if (rec.auth.type !== 'none') {
       const secret = rec.auth.secret ? this.secrets.reveal(tenant)[rec.auth.secret] : undefined;
-      if (secret === undefined) throw callError('secret_missing', `integration '${rec.name}' needs the secret ${rec.auth.secret}, which is not set: PUT /v1/secrets/${rec.auth.secret}`);
+      if (secret === undefined)
+        throw callError(
+          'secret_missing',
+          `integration '${rec.name}' needs the secret ${rec.auth.secret}, which is not set: PUT /v1/secrets/${rec.auth.secret}`,
+        );
       if (rec.auth.type === 'bearer') headers.authorization = `Bearer ${secret}`;
       else if (rec.auth.type === 'basic') headers.authorization = `Basic ${Buffer.from(secret).toString('base64')}`;
       else headers[rec.auth.header!.toLowerCase()] = secret;
@@ -141,7 +151,12 @@ export class IntegrationService {
     try {
       res = await this.egress.send({
         identity: { tenant: tenant.name, invocation_id: invocationId },
-        integration: rec.name, method, url, headers, body, timeoutMs: INTEGRATION_TIMEOUT_MS,
+        integration: rec.name,
+        method,
+        url,
+        headers,
+        body,
+        timeoutMs: INTEGRATION_TIMEOUT_MS,
       });
     } catch (err) {
       if (!(err instanceof EgressError)) throw err;
@@ -161,7 +176,8 @@ export class IntegrationService {
     }
     const flat: Record<string, string> = {};
     for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-    if (res.status < 200 || res.status > 299) throw callError('integration_error', `${what} answered ${res.status}`, { status: res.status, body: value });
+    if (res.status < 200 || res.status > 299)
+      throw callError('integration_error', `${what} answered ${res.status}`, { status: res.status, body: value });
     return { status: res.status, headers: flat, body: value };
   }
 }

@@ -1,4 +1,6 @@
-import { notFound } from '../errors';
+import { notFound } from '../domain/errors';
+import type { z } from 'zod';
+import type { CallbackInfo, Invocation } from '../../contract/schemas/invocations';
 import { newId } from '../ids';
 import type { CallbackRecord, DbData, InvocationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
@@ -18,38 +20,13 @@ export type NewInvocation = Pick<
   parityWarnings?: string[];
 };
 
-export interface CallbackView {
-  url: string;
-  status: CallbackRecord['status'];
-  attempts: number;
-  webhook_id: string;
-  next_attempt_at: string | null;
-  last_attempt: { at: string; status_code: number | null; error: string | null } | null;
-}
+/** The wire shapes of an invocation and its callback: contract/schemas/invocations.ts declares them once. */
+export type CallbackView = z.output<typeof CallbackInfo>;
 
 /** How long an Idempotency-Key names its invocation. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
-export interface InvocationView {
-  id: string;
-  snippet: string;
-  version: number;
-  env: string | null;
-  mode: InvocationRecord['mode'];
-  status: InvocationRecord['status'];
-  outcome: InvocationRecord['outcome'];
-  output: unknown;
-  error: { code: string; message: string; stack?: string } | null;
-  usage: InvocationRecord['usage'];
-  limits: InvocationRecord['limits'];
-  parity: InvocationRecord['parity'];
-  created_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  attempts: number;
-  callback: CallbackView | null;
-  parity_warnings: string[];
-}
+export type InvocationView = z.output<typeof Invocation>;
 
 /**
  * Invocation records: created when a run starts, finished with its outcome and evidence. History is
@@ -65,8 +42,8 @@ export class InvocationService {
    * Records a new invocation: `running` for sync and stream runs, `queued` for async jobs. With an
    * Idempotency-Key, the check for an earlier invocation and the insert happen in one step, so two
    * racing requests with the same key cannot both run. `durable`: resolve only once it is on disk (what
-   * an async 202 promises); otherwise it goes out with the next write (sync callers get their answer
-   * directly).
+   * an async 202 promises); otherwise it reaches the journal within 50 ms (sync callers get their answer
+   * directly: Repository.mutateRecordsLazy).
    */
   async create(
     input: NewInvocation,
@@ -74,7 +51,8 @@ export class InvocationService {
   ): Promise<{ record: InvocationRecord; earlier: InvocationRecord | null }> {
     const { input: handlerInput, callbackUrl, parityWarnings, ...fields } = input;
     const inputJson = handlerInput === undefined ? undefined : JSON.stringify(handlerInput);
-    const inputBlob = inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? await this.deps.blobs.put(inputJson) : undefined;
+    const inputBlob =
+      inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? await this.deps.blobs.put(inputJson) : undefined;
     const apply = (db: DbData) => {
       if (fields.idempotency_key) {
         const earlier = this.earlierWithKey(db, fields.tenant_id, fields.idempotency_key);
@@ -108,18 +86,28 @@ export class InvocationService {
       this.trimHistory(db, fields.tenant_id);
       return { record: rec, earlier: null };
     };
-    return opts.durable
-      ? this.deps.repo.mutateRecords(apply, (r) => (r.earlier ? [] : [r.record]))
-      : this.deps.repo.mutateLazy(apply);
+    const changed = (r: { record: InvocationRecord; earlier: InvocationRecord | null }) => (r.earlier ? [] : [r.record]);
+    return opts.durable ? this.deps.repo.mutateRecords(apply, changed) : this.deps.repo.mutateRecordsLazy(apply, changed);
   }
 
   /** Oldest finished records go first; never one that still has to run or to deliver its callback. */
   private trimHistory(db: DbData, tenantId: string): void {
-    const mine = db.invocations.filter((i) => i.tenant_id === tenantId);
-    if (mine.length <= this.historyLimit) return;
-    const done = (i: InvocationRecord) => i.finished_at !== null && i.callback?.status !== 'pending';
-    const drop = new Set(mine.filter(done).slice(0, mine.length - this.historyLimit));
-    db.invocations = db.invocations.filter((i) => !drop.has(i));
+    // This runs at every invocation's start: counted without a copy, and a full history (one over) loses
+    // its oldest finished record in place instead of being copied whole.
+    const all = db.invocations;
+    let count = 0;
+    for (const i of all) if (i.tenant_id === tenantId) count++;
+    let excess = count - this.historyLimit;
+    if (excess <= 0) return;
+    const drop: number[] = [];
+    for (let at = 0; at < all.length && excess > 0; at++) {
+      const i = all[at]!;
+      if (i.tenant_id === tenantId && i.finished_at !== null && i.callback?.status !== 'pending') {
+        drop.push(at);
+        excess--;
+      }
+    }
+    for (let k = drop.length - 1; k >= 0; k--) all.splice(drop[k]!, 1);
   }
 
   /** A queued async job starts: counted as an attempt, on disk before its code runs. */
@@ -139,16 +127,19 @@ export class InvocationService {
    * or it has finished).
    */
   async cancelQueued(id: string): Promise<InvocationRecord | null> {
-    return this.deps.repo.mutateRecords((db) => {
-      const rec = db.invocations.find((i) => i.id === id);
-      if (!rec || rec.status !== 'queued') return null;
-      rec.status = 'failed';
-      rec.outcome = 'cancelled';
-      rec.error = { code: 'cancelled', message: 'cancelled before it started' };
-      rec.finished_at = nowIso(this.deps.clock);
-      if (rec.callback) rec.callback.next_attempt_at = rec.finished_at;
-      return rec;
-    }, (rec) => (rec ? [rec] : []));
+    return this.deps.repo.mutateRecords(
+      (db) => {
+        const rec = db.invocations.find((i) => i.id === id);
+        if (!rec || rec.status !== 'queued') return null;
+        rec.status = 'failed';
+        rec.outcome = 'cancelled';
+        rec.error = { code: 'cancelled', message: 'cancelled before it started' };
+        rec.finished_at = nowIso(this.deps.clock);
+        if (rec.callback) rec.callback.next_attempt_at = rec.finished_at;
+        return rec;
+      },
+      (rec) => (rec ? [rec] : []),
+    );
   }
 
   /** Notes where production would behave differently for this invocation (each text once; at most 20). */
@@ -174,7 +165,7 @@ export class InvocationService {
     const logsBlob = big(result.logs) ? await blobs.put(result.logs) : null;
     const timelineBlob = big(timelineJson) ? await blobs.put(timelineJson) : null;
     const apply = (db: DbData) => {
-      const rec = db.invocations.find((i) => i.id === id);
+      const rec = db.invocations.findLast((i) => i.id === id); // a run just created is near the end of history
       if (!rec) throw notFound('invocation', id);
       rec.status = result.outcome === 'success' ? 'succeeded' : 'failed';
       rec.outcome = result.outcome;
@@ -194,7 +185,7 @@ export class InvocationService {
       if (rec.callback) rec.callback.next_attempt_at = rec.finished_at; // the first delivery goes at once
       return rec;
     };
-    return durable ? this.deps.repo.mutateRecords(apply, one) : this.deps.repo.mutateLazy(apply);
+    return durable ? this.deps.repo.mutateRecords(apply, one) : this.deps.repo.mutateRecordsLazy(apply, one);
   }
 
   find(tenant: TenantRecord, id: string): InvocationRecord {
@@ -210,7 +201,9 @@ export class InvocationService {
 
   private earlierWithKey(db: Readonly<DbData>, tenantId: string, key: string): InvocationRecord | null {
     const since = this.deps.clock().getTime() - IDEMPOTENCY_WINDOW_MS;
-    return db.invocations.findLast((i) => i.tenant_id === tenantId && i.idempotency_key === key && Date.parse(i.created_at) >= since) ?? null;
+    return (
+      db.invocations.findLast((i) => i.tenant_id === tenantId && i.idempotency_key === key && Date.parse(i.created_at) >= since) ?? null
+    );
   }
 
   /** Any tenant's invocation (the operator's view). */
@@ -221,7 +214,7 @@ export class InvocationService {
   }
 
   async view(rec: InvocationRecord): Promise<InvocationView> {
-    const output = rec.output_blob ? JSON.parse(await this.deps.blobs.getText(rec.output_blob)) : (rec.output ?? null);
+    const output: unknown = rec.output_blob ? JSON.parse(await this.deps.blobs.getText(rec.output_blob)) : (rec.output ?? null);
     return {
       id: rec.id,
       snippet: rec.snippet,
@@ -231,7 +224,9 @@ export class InvocationService {
       status: rec.status,
       outcome: rec.outcome,
       output,
-      error: rec.error ? { code: rec.error.code, message: rec.error.message, ...(rec.error.stack ? { stack: rec.error.stack } : {}) } : null,
+      error: rec.error
+        ? { code: rec.error.code, message: rec.error.message, ...(rec.error.stack ? { stack: rec.error.stack } : {}) }
+        : null,
       usage: rec.usage,
       limits: rec.limits,
       parity: rec.parity,
@@ -257,7 +252,14 @@ export class InvocationService {
     );
     // Newest first: records are appended in creation order, so the cursor is the position-stable id.
     const order = new Map(sorted.map((r, i) => [r.id, i]));
-    const result = paginate(sorted, (r) => r.id, page, (r) => r, (a, b) => (order.get(a) ?? -1) - (order.get(b) ?? -1), (k) => order.has(k));
+    const result = paginate(
+      sorted,
+      (r) => r.id,
+      page,
+      (r) => r,
+      (a, b) => (order.get(a) ?? -1) - (order.get(b) ?? -1),
+      (k) => order.has(k),
+    );
     return { data: await Promise.all(result.data.map((r) => this.view(r))), next_cursor: result.next_cursor };
   }
 
@@ -274,7 +276,9 @@ export class InvocationService {
   }
 
   liveBlobs(db: { invocations: readonly InvocationRecord[] }): string[] {
-    return db.invocations.flatMap((i) => [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob].filter((b): b is string => !!b));
+    return db.invocations.flatMap((i) =>
+      [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob].filter((b): b is string => !!b),
+    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { ApiError, conflict, notFound } from '../errors';
+import { conflict, DomainError, notFound, RateLimitedError, ValidationError } from '../domain/errors';
 import type { TenantSlots } from './slots';
 import type { SnippetRecord, TenantRecord, VersionRecord, InvocationRecord } from '../storage/schema';
 import type { CoreDeps } from '../core-deps';
@@ -8,6 +8,8 @@ import type { SecretService } from './secrets';
 import type { StoreService } from './store';
 import type { IntegrationService } from './integrations';
 import type { InvocationService, NewInvocation } from './invocations';
+import { jsonValueProblem, parseHostCall } from './host-calls';
+import { BODY_LIMIT_BYTES } from '../json-text';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -96,18 +98,14 @@ export class InvokeService {
     return this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenantId)?.caps.max_concurrency ?? 1);
   }
 
-  /** Throws 429 when the tenant already runs `max_concurrency` invocations. */
+  /** Refuses (rate limited) when the tenant already runs `max_concurrency` invocations. */
   private admit(tenant: TenantRecord): () => void {
     const cap = this.capOf(tenant.id);
     const release = this.slots.tryAcquire(tenant.id, cap);
     if (!release) {
-      throw new ApiError(
-        429,
-        'rate_limited',
-        'Too many requests',
+      throw new RateLimitedError(
         `the tenant already runs ${this.slots.inUse(tenant.id)} invocations (max_concurrency ${cap}); retry shortly`,
-        {},
-        { 'Retry-After': '1' },
+        1,
       );
     }
     return release;
@@ -115,11 +113,15 @@ export class InvokeService {
 
   /**
    * An earlier invocation with this Idempotency-Key answers instead of a new run: the same key for
-   * another snippet is a client bug (422).
+   * another snippet is a client bug (refused as `idempotency_key_reused`).
    */
   checkReplay(snippetId: string, earlier: InvocationRecord): void {
     if (earlier.snippet_id !== snippetId) {
-      throw new ApiError(422, 'idempotency_key_reused', 'Idempotency-Key reused', `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`);
+      throw new ValidationError(
+        [],
+        `this Idempotency-Key was used for another snippet (invocation ${earlier.id}); use a new key`,
+        'idempotency_key_reused',
+      );
     }
   }
 
@@ -185,7 +187,12 @@ export class InvokeService {
    * Runs a recorded invocation's code (the caller holds the tenant's slot). Cancellable through
    * `cancel` from the moment it is called, even before the sandbox is ready.
    */
-  async execute(tenant: TenantRecord, record: InvocationRecord, input: Record<string, unknown>, hooks: RunHooks = {}): Promise<ExecutionResult> {
+  async execute(
+    tenant: TenantRecord,
+    record: InvocationRecord,
+    input: Record<string, unknown>,
+    hooks: RunHooks = {},
+  ): Promise<ExecutionResult> {
     const controller = new AbortController();
     this.controllers.set(record.id, controller);
     const onAbort = () => controller.abort();
@@ -195,9 +202,24 @@ export class InvokeService {
       db.snippets.find((s) => s.id === record.snippet_id)?.runtime,
       db.versions.find((v) => v.snippet_id === record.snippet_id && v.version === record.version),
     ]);
+    // A chunk the API could not carry stops the run (as a handler_error saying why) instead of reaching
+    // the SSE response and the stored transcript.
+    let chunks = 0;
+    let refusedChunk: string | null = null;
+    const onChunk =
+      hooks.onChunk &&
+      ((data: unknown) => {
+        chunks++;
+        if (refusedChunk) return;
+        const problem = jsonValueProblem(data, BODY_LIMIT_BYTES);
+        if (!problem) return hooks.onChunk!(data);
+        refusedChunk = `chunk ${chunks} ${problem}`;
+        controller.abort();
+      });
     try {
-      if (!runtime || !version) return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
-      return await this.executor.run(
+      if (!runtime || !version)
+        return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
+      const result = await this.executor.run(
         {
           invocationId: record.id,
           tenantId: tenant.id,
@@ -219,9 +241,10 @@ export class InvokeService {
             SVC_ENV: record.env ?? '',
           },
         },
-        { onChunk: hooks.onChunk, onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log) },
+        { onChunk, onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log).catch(asHostCallError) },
         controller.signal,
       );
+      return boundResult(result, refusedChunk);
     } finally {
       hooks.signal?.removeEventListener('abort', onAbort);
       this.controllers.delete(record.id);
@@ -236,29 +259,29 @@ export class InvokeService {
     return true;
   }
 
-  /** The snippet libraries' calls, answered in the tenant's scope. */
-  private async hostCall(tenant: TenantRecord, invocationId: string, op: HostOp, args: Record<string, unknown>, log: (line: string) => void): Promise<unknown> {
-    const key = () => {
-      if (typeof args.key !== 'string' || !/^[\x21-\x7e]{1,512}$/.test(args.key)) {
-        throw Object.assign(new Error('key must be 1–512 printable ASCII characters without spaces'), { code: 'validation_failed' });
-      }
-      return args.key;
-    };
+  /**
+   * The snippet libraries' calls, answered in the tenant's scope. Arguments pass the same schemas as the
+   * REST routes (services/host-calls.ts) and the same services, so a snippet cannot store what a client could not.
+   */
+  private async hostCall(
+    tenant: TenantRecord,
+    invocationId: string,
+    op: HostOp,
+    args: Record<string, unknown>,
+    log: (line: string) => void,
+  ): Promise<unknown> {
     switch (op) {
       case 'store.get':
-        return (await this.store.get(tenant, key()))?.value ?? null;
+        return (await this.store.get(tenant, parseHostCall(op, args).key))?.value ?? null;
       case 'store.set': {
-        const ttl = args.ttl_seconds;
-        if (ttl !== undefined && ttl !== null && (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl < 1)) {
-          throw Object.assign(new Error('ttl_seconds must be a positive integer'), { code: 'validation_failed' });
-        }
-        await this.store.set(tenant, key(), args.value ?? null, (ttl as number | null | undefined) ?? null);
+        const a = parseHostCall(op, args);
+        await this.store.set(tenant, a.key, a.value, a.ttl_seconds ?? null);
         return null;
       }
       case 'store.delete':
-        return this.store.delete(tenant, key());
+        return this.store.delete(tenant, parseHostCall(op, args).key);
       case 'store.list': {
-        const prefix = typeof args.prefix === 'string' ? args.prefix : '';
+        const prefix = parseHostCall(op, args).prefix ?? '';
         const keys: unknown[] = [];
         let cursor: string | undefined;
         do {
@@ -269,9 +292,49 @@ export class InvokeService {
         return keys;
       }
       case 'integrations.call':
-        return this.integrations.call(tenant, invocationId, args, log);
+        return this.integrations.call(tenant, invocationId, parseHostCall(op, args), log);
     }
   }
+}
+
+/**
+ * A refusal from a service (a DomainError: `validation_failed`, `payload_too_large`, `not_found`) reaches the
+ * snippet as its code and message only: the status the HTTP edge would give it is not an integration's answer (which carries
+ * `status` and `body` on purpose, see IntegrationService.call).
+ */
+function asHostCallError(err: unknown): never {
+  if (err instanceof DomainError) throw Object.assign(new Error(err.message), { code: err.code });
+  throw err;
+}
+
+/** Longest error message or stack kept from a run (a runner may send up to a frame's 8 MiB). */
+export const ERROR_TEXT_MAX_CHARS = 64 * 1024;
+
+const clip = (text: string) =>
+  text.length <= ERROR_TEXT_MAX_CHARS
+    ? text
+    : `${text.slice(0, ERROR_TEXT_MAX_CHARS)}\n…[${text.length - ERROR_TEXT_MAX_CHARS} more characters cut]`;
+
+/**
+ * What a run hands back, held to what the API carries: an output nested deeper than a body may be or
+ * larger than a body (6 MiB) is the handler's error, not a record the next db.json write (or start)
+ * would choke on; a refused stream chunk likewise; error texts are clipped.
+ */
+export function boundResult(result: ExecutionResult, refusedChunk: string | null = null): ExecutionResult {
+  const handlerError = (message: string): ExecutionResult => {
+    const { output: _dropped, ...rest } = result;
+    return { ...rest, outcome: 'handler_error', error: { code: 'handler_error', message } };
+  };
+  if (refusedChunk) return handlerError(`the stream was stopped: ${refusedChunk} (the limit of what the API carries)`);
+  if (result.outcome === 'success') {
+    const problem = jsonValueProblem(result.output ?? null, BODY_LIMIT_BYTES);
+    if (problem) return handlerError(`the handler's return value ${problem} (the limit of what the API carries)`);
+  }
+  if (result.error && (result.error.message.length > ERROR_TEXT_MAX_CHARS || (result.error.stack?.length ?? 0) > ERROR_TEXT_MAX_CHARS)) {
+    const { stack, ...error } = result.error;
+    return { ...result, error: { ...error, message: clip(error.message), ...(stack === undefined ? {} : { stack: clip(stack) }) } };
+  }
+  return result;
 }
 
 /** The result of a run that never reached a sandbox. */

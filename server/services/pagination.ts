@@ -1,4 +1,4 @@
-import { badRequest } from '../errors';
+import { InvalidRequestError } from '../domain/errors';
 
 export interface PageRequest {
   limit?: number;
@@ -17,9 +17,10 @@ function decode(cursor: string, valid: (key: string) => boolean): string {
   } catch {
     /* fall through */
   }
-  throw badRequest('validation_failed', 'cursor is not one this API returned', {
-    errors: [{ location: 'query.cursor', message: 'is not a cursor this API returned' }],
-  });
+  throw new InvalidRequestError(
+    [{ location: 'query.cursor', message: 'is not a cursor this API returned' }],
+    'cursor is not one this API returned',
+  );
 }
 
 /**

@@ -1,4 +1,4 @@
-import { notFound } from '../errors';
+import { notFound } from '../domain/errors';
 import type { TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';

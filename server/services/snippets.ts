@@ -1,8 +1,9 @@
-import { conflict, limitExceedsTenantCap, notFound, payloadTooLarge, validationFailed, type FieldError } from '../errors';
+import { conflict, limitExceedsTenantCap, notFound, payloadTooLarge, validationFailed, type FieldError } from '../domain/errors';
 import { newId, sha256Hex } from '../ids';
 import type { DbData, SnippetRecord, TenantRecord, VersionRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
-import { BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, type CreateVersion } from '../api/schemas';
+import type { z } from 'zod';
+import { BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, type CreateVersion, type Version } from '../../contract/schemas/snippets';
 import { paginate, type PageRequest } from './pagination';
 import type { CodeProblem } from '../../executor';
 
@@ -20,28 +21,43 @@ const ENTRY_EXT: Record<Runtime, RegExp> = { bun: /\.(ts|tsx|js|mjs)$/, python: 
  * Checks a bundle's code for its runtime (compiles, exports a handler). Supplied by the executor; the
  * problems name the file and line. Without one, only the shape of the bundle is checked.
  */
-export type CodeValidator = (input: {
-  runtime: Runtime;
+export type CodeValidator = (input: { runtime: Runtime; entrypoint: string; files: Record<string, string> }) => Promise<CodeProblem[]>;
+
+/** How createVersion commits a version (the workspace loader's save-to-live path). */
+export interface VersionCommit {
+  /** A bundle and limits equal to the latest version's make no new version. */
+  reuseUnchanged?: boolean;
+  /** Environments pointed at the new version in the version's own write. */
+  deploy?: string[];
+  /** True once newer content is on its way: the version is dropped unwritten (SupersededError). */
+  superseded?: () => boolean;
+  /**
+   * Told once the bundle passed every check, before its blobs and record are written, with the version
+   * number it is about to get (another writer in between makes it the next one): the loader starts the
+   * version's sandbox then, beside the durable write.
+   */
+  onChecked?: (planned: PlannedVersion) => void;
+}
+
+/** A version about to be written: what starting its sandbox needs. */
+export interface PlannedVersion {
+  snippet: SnippetRecord;
+  version: number;
+  sha256: string;
   entrypoint: string;
   files: Record<string, string>;
-}) => Promise<CodeProblem[]>;
-
-export interface VersionView {
-  snippet: string;
-  snippet_id: string;
-  version: number;
-  runtime: Runtime;
-  entrypoint: string;
-  manifest: { path: string; size: number; sha256: string }[];
-  sha256: string;
-  size_bytes: number;
-  timeout_ms: number;
-  max_memory_mb: number;
-  max_cpu_percent: number;
-  source: 'api' | 'workspace';
-  created_at: string;
-  files?: Record<string, string>;
+  limits: { timeout_ms: number; max_memory_mb: number; max_cpu_percent: number };
 }
+
+/** createVersion dropped a version because `superseded` said newer content is on its way. */
+export class SupersededError extends Error {
+  constructor() {
+    super('newer content arrived while the version was checked: it was not stored');
+  }
+}
+
+/** A stored version as the API answers it (contract/schemas/snippets.ts). */
+export type VersionView = z.output<typeof Version>;
 
 /** Snippets, their immutable versions, and which version each environment runs. */
 export class SnippetService {
@@ -125,18 +141,25 @@ export class SnippetService {
     const sorted = this.deps.repo.read((db) =>
       db.snippets.filter((s) => s.tenant_id === tenant.id).sort((a, b) => (a.name < b.name ? -1 : 1)),
     );
-    return paginate(sorted, (s) => s.name, page, (s) => this.view(s));
+    return paginate(
+      sorted,
+      (s) => s.name,
+      page,
+      (s) => this.view(s),
+    );
   }
 
   async delete(tenant: TenantRecord, idOrName: string): Promise<void> {
-    await this.deps.repo.mutate((db) => {
-      const snippet = this.find(db, tenant, idOrName);
-      if (!snippet) throw notFound('snippet', idOrName);
-      db.snippets = db.snippets.filter((s) => s.id !== snippet.id);
-      db.versions = db.versions.filter((v) => v.snippet_id !== snippet.id);
-      db.deployments = db.deployments.filter((d) => d.snippet_id !== snippet.id);
-      return snippet.id;
-    }).then((id) => this.onChanged(id));
+    await this.deps.repo
+      .mutate((db) => {
+        const snippet = this.find(db, tenant, idOrName);
+        if (!snippet) throw notFound('snippet', idOrName);
+        db.snippets = db.snippets.filter((s) => s.id !== snippet.id);
+        db.versions = db.versions.filter((v) => v.snippet_id !== snippet.id);
+        db.deployments = db.deployments.filter((d) => d.snippet_id !== snippet.id);
+        return snippet.id;
+      })
+      .then((id) => this.onChanged(id));
   }
 
   // ---- versions -----------------------------------------------------------------------------------
@@ -167,9 +190,7 @@ export class SnippetService {
       }
       const found = body.entrypoint ?? defaults.find((d) => Object.hasOwn(files, d));
       if (!found) {
-        throw validationFailed([
-          { location: 'body.entrypoint', message: `is required: none of ${defaults.join(', ')} is in files` },
-        ]);
+        throw validationFailed([{ location: 'body.entrypoint', message: `is required: none of ${defaults.join(', ')} is in files` }]);
       }
       if (!Object.hasOwn(files, found)) {
         throw validationFailed([{ location: 'body.entrypoint', message: `'${found}' is not one of the files` }]);
@@ -177,13 +198,13 @@ export class SnippetService {
       entrypoint = found;
     }
     if (!ENTRY_EXT[snippet.runtime].test(entrypoint)) {
-      throw validationFailed([
-        { location: 'body.entrypoint', message: `'${entrypoint}' is not a ${snippet.runtime} source file` },
-      ]);
+      throw validationFailed([{ location: 'body.entrypoint', message: `'${entrypoint}' is not a ${snippet.runtime} source file` }]);
     }
     const entryCode = files[entrypoint]!;
     if (entryCode.trim() === '') {
-      throw validationFailed([{ location: body.code !== undefined ? 'body.code' : `body.files.${entrypoint}`, message: 'must not be empty' }]);
+      throw validationFailed([
+        { location: body.code !== undefined ? 'body.code' : `body.files.${entrypoint}`, message: 'must not be empty' },
+      ]);
     }
     const size = Object.values(files).reduce((n, c) => n + Buffer.byteLength(c, 'utf8'), 0);
     if (size > BUNDLE_MAX_BYTES) {
@@ -219,15 +240,19 @@ export class SnippetService {
 
   /**
    * Stores a new version. With `reuseUnchanged` (the workspace loader), a bundle and limits equal to the
-   * latest version's make no new version: that one is returned with `unchanged: true`.
+   * latest version's make no new version: that one is returned with `unchanged: true`. `deploy` points
+   * those environments at the new version in the same durable write (one db.json write, not one per step);
+   * `superseded` (asked after the code check and again just before the write) drops the version unwritten
+   * when newer content is on its way (SupersededError).
    */
   async createVersion(
     tenant: TenantRecord,
     idOrName: string,
     body: CreateVersion,
     source: 'api' | 'workspace' = 'api',
-    reuseUnchanged = false,
+    opts: VersionCommit = {},
   ): Promise<VersionView & { unchanged?: boolean }> {
+    const { reuseUnchanged = false, deploy = [], superseded, onChecked } = opts;
     const snippet = this.get(tenant, idOrName);
     const current = this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenant.id)) ?? tenant;
     const limits = this.checkLimits(current, body);
@@ -243,11 +268,15 @@ export class SnippetService {
         return { ...this.versionView(snippet, latest), unchanged: true };
       }
     }
-    for (const f of manifest) await this.deps.blobs.put(files[f.path]!);
+    if (superseded?.()) throw new SupersededError();
+    onChecked?.({ snippet, version: snippet.latest_version + 1, sha256: bundleHash, entrypoint, files, limits });
+    await Promise.all(manifest.map((f) => this.deps.blobs.put(files[f.path]!)));
 
     const record = await this.deps.repo.mutate((db) => {
       const live = this.find(db, tenant, snippet.id);
       if (!live) throw notFound('snippet', idOrName); // deleted while the blobs were written
+      for (const env of deploy) this.requireEnv(db, tenant, env);
+      if (superseded?.()) throw new SupersededError();
       const now = nowIso(this.deps.clock);
       const rec: VersionRecord = {
         snippet_id: live.id,
@@ -263,6 +292,7 @@ export class SnippetService {
       db.versions.push(rec);
       live.latest_version = rec.version;
       live.updated_at = now;
+      for (const env of deploy) this.applyDeploy(db, live, env, rec.version, now);
       return rec;
     });
     this.onChanged(snippet.id);
@@ -292,7 +322,14 @@ export class SnippetService {
     const sorted = this.deps.repo.read((db) =>
       db.versions.filter((v) => v.snippet_id === snippet.id).sort((a, b) => b.version - a.version),
     );
-    return paginate(sorted, (v) => String(v.version), page, (v) => this.versionView(snippet, v), (a, b) => Number(b) - Number(a), (k) => /^\d+$/.test(k));
+    return paginate(
+      sorted,
+      (v) => String(v.version),
+      page,
+      (v) => this.versionView(snippet, v),
+      (a, b) => Number(b) - Number(a),
+      (k) => /^\d+$/.test(k),
+    );
   }
 
   findVersion(snippet: SnippetRecord, version: number): VersionRecord | undefined {
@@ -320,7 +357,12 @@ export class SnippetService {
     const sorted = this.deps.repo.read((db) =>
       db.environments.filter((e) => e.tenant_id === tenant.id).sort((a, b) => (a.name < b.name ? -1 : 1)),
     );
-    return paginate(sorted, (e) => e.name, page, (e) => ({ name: e.name, builtin: e.builtin, created_at: e.created_at }));
+    return paginate(
+      sorted,
+      (e) => e.name,
+      page,
+      (e) => ({ name: e.name, builtin: e.builtin, created_at: e.created_at }),
+    );
   }
 
   async createEnvironment(tenant: TenantRecord, name: string) {
@@ -375,20 +417,24 @@ export class SnippetService {
       if (!db.versions.some((v) => v.snippet_id === snippet.id && v.version === version)) {
         throw notFound('version', version);
       }
-      const now = nowIso(this.deps.clock);
-      let d = db.deployments.find((x) => x.snippet_id === snippet.id && x.env === env);
-      if (d) {
-        if (d.version !== version) d.previous_version = d.version;
-        d.version = version;
-        d.deployed_at = now;
-      } else {
-        d = { snippet_id: snippet.id, env, version, previous_version: null, deployed_at: now };
-        db.deployments.push(d);
-      }
-      return { snippetId: snippet.id, view: { env, version: d.version, previous_version: d.previous_version, deployed_at: d.deployed_at } };
+      return { snippetId: snippet.id, view: this.applyDeploy(db, snippet, env, version, nowIso(this.deps.clock)) };
     });
     this.onChanged(result.snippetId);
     return result.view;
+  }
+
+  /** The change a deploy makes, once every check passed (deploy, and createVersion's `deploy`). */
+  private applyDeploy(db: DbData, snippet: SnippetRecord, env: string, version: number, now: string) {
+    let d = db.deployments.find((x) => x.snippet_id === snippet.id && x.env === env);
+    if (d) {
+      if (d.version !== version) d.previous_version = d.version;
+      d.version = version;
+      d.deployed_at = now;
+    } else {
+      d = { snippet_id: snippet.id, env, version, previous_version: null, deployed_at: now };
+      db.deployments.push(d);
+    }
+    return { env, version: d.version, previous_version: d.previous_version, deployed_at: d.deployed_at };
   }
 
   async undeploy(tenant: TenantRecord, idOrName: string, env: string) {

@@ -1,18 +1,16 @@
-import { notFound, payloadTooLarge } from '../errors';
-import type { DbData, StoreRecord, TenantRecord } from '../storage/schema';
-import { type CoreDeps, nowIso } from '../core-deps';
+import { z } from 'zod';
+import { notFound, payloadTooLarge, validationFailed } from '../domain/errors';
+import { StoreRecord, type DbData, type TenantRecord } from '../storage/schema';
+import { fieldErrors } from './field-errors';
+import { type CoreDeps } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
-import { STORE_VALUE_MAX_BYTES } from '../api/schemas';
+import { STORE_VALUE_MAX_BYTES, StoreTtlSeconds, StoreValue, type StoreEntry } from '../../contract/schemas/tenant';
 
 /** Values up to this size live in db.json; larger ones in a blob file, to keep every db write small. */
 export const STORE_INLINE_MAX_BYTES = 8 * 1024;
 
-export interface StoreEntryView {
-  key: string;
-  value: unknown;
-  expires_at: string | null;
-  updated_at: string;
-}
+/** A store entry as the API answers it (contract/schemas/tenant.ts). */
+export type StoreEntryView = z.output<typeof StoreEntry>;
 
 /**
  * The tenant store behind `@svc/store` / `svc.store` and `/v1/store`. Expired entries read as missing
@@ -33,7 +31,7 @@ export class StoreService {
   async get(tenant: TenantRecord, key: string): Promise<StoreEntryView | null> {
     const rec = this.deps.repo.read((db) => this.live(db, tenant, key));
     if (!rec) return null;
-    const value = rec.blob !== undefined ? JSON.parse(await this.deps.blobs.getText(rec.blob)) : rec.value;
+    const value: unknown = rec.blob !== undefined ? JSON.parse(await this.deps.blobs.getText(rec.blob)) : rec.value;
     return { key: rec.key, value, expires_at: rec.expires_at, updated_at: rec.updated_at };
   }
 
@@ -49,6 +47,12 @@ export class StoreService {
     value: unknown,
     ttlSeconds?: number | null,
   ): Promise<{ created: boolean; entry: StoreEntryView }> {
+    // The routes and the host calls parse with these already; checked here too, so no caller of the
+    // service can store a record that the next start would have to quarantine.
+    const checked = z
+      .object({ value: StoreValue, ttl_seconds: StoreTtlSeconds.nullable().optional() })
+      .safeParse({ value, ttl_seconds: ttlSeconds });
+    if (!checked.success) throw validationFailed(fieldErrors(checked.error, 'store'));
     const json = JSON.stringify(value);
     const size = Buffer.byteLength(json, 'utf8');
     if (size > STORE_VALUE_MAX_BYTES) {
@@ -69,11 +73,12 @@ export class StoreService {
         ...fields,
         size,
         expires_at,
-        created_at: created ? nowText : existing!.created_at,
+        created_at: created ? nowText : existing.created_at,
         updated_at: nowText,
       };
       if (rec.value === undefined) delete rec.value;
       if (rec.blob === undefined) delete rec.blob;
+      if (!StoreRecord.safeParse(rec).success) throw new Error(`store record for ${key} does not fit the db.json schema`);
       if (index >= 0) db.store[index] = rec;
       else db.store.push(rec);
       return { created, entry: { key, value, expires_at, updated_at: nowText } };
@@ -96,12 +101,17 @@ export class StoreService {
         .filter((r) => r.tenant_id === tenant.id && r.key.startsWith(prefix) && !this.expired(r, now))
         .sort((a, b) => (a.key < b.key ? -1 : 1)),
     );
-    return paginate(sorted, (r) => r.key, page, (r) => ({
-      key: r.key,
-      size: r.size,
-      expires_at: r.expires_at,
-      updated_at: r.updated_at,
-    }));
+    return paginate(
+      sorted,
+      (r) => r.key,
+      page,
+      (r) => ({
+        key: r.key,
+        size: r.size,
+        expires_at: r.expires_at,
+        updated_at: r.updated_at,
+      }),
+    );
   }
 
   /** Removes expired entries; returns how many. Writes only when there is something to remove. */

@@ -1,4 +1,6 @@
-import { conflict, notFound, unauthenticated } from '../errors';
+import { conflict, notFound, unauthenticated } from '../domain/errors';
+import type { z } from 'zod';
+import type { TenantInfo } from '../../contract/schemas/emu';
 import { newApiKey, newId, newWebhookSecret, sha256Hex, digestEquals } from '../ids';
 import type { CapsRecord, TenantRecord, ApiKeyRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
@@ -18,13 +20,8 @@ const previousContext = (t: { id: string }) => `previous_webhook_secret:${t.id}`
 /** How long a rotated-out webhook secret keeps signing. */
 export const PREVIOUS_SECRET_GRACE_MS = 24 * 3600 * 1000;
 
-export interface TenantView {
-  id: string;
-  name: string;
-  caps: CapsRecord;
-  keys: { id: string; prefix: string; created_at: string }[];
-  created_at: string;
-}
+/** A tenant as `/_emu/tenants` answers it (contract/schemas/emu.ts). */
+export type TenantView = z.output<typeof TenantInfo>;
 
 /** Tenants, their caps and API keys: the operator's side (production does this out of band). */
 export class TenantService {
@@ -50,9 +47,7 @@ export class TenantService {
 
   view(tenant: TenantRecord): TenantView {
     const keys = this.deps.repo.read((db) =>
-      db.api_keys
-        .filter((k) => k.tenant_id === tenant.id)
-        .map((k) => ({ id: k.id, prefix: k.prefix, created_at: k.created_at })),
+      db.api_keys.filter((k) => k.tenant_id === tenant.id).map((k) => ({ id: k.id, prefix: k.prefix, created_at: k.created_at })),
     );
     return { id: tenant.id, name: tenant.name, caps: { ...tenant.caps }, keys, created_at: tenant.created_at };
   }

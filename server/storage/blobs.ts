@@ -1,4 +1,4 @@
-import { readFile, readdir, stat, unlink, mkdir } from 'node:fs/promises';
+import { readFile, readdir, stat, unlink, mkdir, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sha256Hex } from '../ids';
 import { writeFileAtomic } from './atomic-file';
@@ -6,9 +6,14 @@ import { writeFileAtomic } from './atomic-file';
 /**
  * Content-addressed files beside `db.json` (version code, large store values): `blobs/ab/abcdef…`.
  * Written before the record that names them, so a crash leaves at worst an unreferenced blob, which
- * `collectGarbage` removes on the next start.
+ * `collectGarbage` removes on the next start. While the core runs, `sweep` removes the blobs of records
+ * that went (invocations trimmed from the history, overwritten store values, deleted versions).
  */
 export class BlobStore {
+  /** Puts in flight, and a sweep in progress: the two never overlap (see `sweep`). */
+  private readonly puts = new Set<Promise<string>>();
+  private sweeping: Promise<number> | null = null;
+
   constructor(private readonly dir: string) {}
 
   private pathOf(hash: string): string {
@@ -17,11 +22,42 @@ export class BlobStore {
   }
 
   async put(content: string | Uint8Array): Promise<string> {
+    while (this.sweeping) await this.sweeping.catch(() => {});
+    const put = this.write(content);
+    this.puts.add(put);
+    try {
+      return await put;
+    } finally {
+      this.puts.delete(put);
+    }
+  }
+
+  private async write(content: string | Uint8Array): Promise<string> {
     const hash = sha256Hex(content);
     const path = this.pathOf(hash);
-    const exists = await stat(path).then(() => true, () => false);
+    // The same content again: its file is made young, so a sweep leaves it until the new record names it.
+    const now = new Date();
+    const exists = await utimes(path, now, now).then(
+      () => true,
+      () => false,
+    );
     if (!exists) await writeFileAtomic(path, content, 0o600);
     return hash;
+  }
+
+  /**
+   * `collectGarbage` while the core runs: `live()` is read once no put is in flight, and puts wait until
+   * the sweep is done, so content put again just as its old copy is judged unreferenced is never lost
+   * (a put makes its file young, and young files stay). A sweep already running is joined.
+   */
+  sweep(live: () => Set<string>, minAgeMs = 60_000): Promise<number> {
+    this.sweeping ??= (async () => {
+      await Promise.allSettled([...this.puts]);
+      return this.collectGarbage(live(), minAgeMs);
+    })().finally(() => {
+      this.sweeping = null;
+    });
+    return this.sweeping;
   }
 
   async get(hash: string): Promise<Buffer> {

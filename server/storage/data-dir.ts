@@ -99,11 +99,7 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
-export async function acquireDataDir(
-  paths: DataDirPaths,
-  kind: LockFile['kind'],
-  version: string,
-): Promise<DataDirLock> {
+export async function acquireDataDir(paths: DataDirPaths, kind: LockFile['kind'], version: string): Promise<DataDirLock> {
   await mkdir(paths.root, { recursive: true, mode: 0o700 });
   let content: LockFile = {
     kind,

@@ -1,7 +1,17 @@
 import { mkdir, open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DataDirError } from '../errors';
 import { syncDir } from './atomic-file';
+
+/** A journal line that could not be replayed: reported and kept aside (storage/quarantine.ts), never fatal. */
+export interface DamagedLine {
+  /** The file's name inside the journal directory. */
+  file: string;
+  /** 1-based. */
+  line: number;
+  problem: string;
+  /** The line's JSON when it parsed (absent when it did not). */
+  value?: unknown;
+}
 
 /** One line of the journal: a record as it now is, in the collection it belongs to. */
 export interface JournalEntry {
@@ -35,37 +45,49 @@ export class Journal {
    * Reads what a previous run left (lines newer than `afterSeq`, in order) and opens the journal for
    * appending. The caller applies the entries, writes `db.json`, then calls `seal()` and its `done()`.
    */
-  static async open(dir: string, afterSeq: number): Promise<{ journal: Journal; entries: JournalEntry[] }> {
+  static async open(
+    dir: string,
+    afterSeq: number,
+  ): Promise<{ journal: Journal; entries: (JournalEntry & { file: string; line: number })[]; damaged: DamagedLine[] }> {
     const generations = (await readdir(dir).catch(() => [] as string[]))
       .map((f) => /^(\d+)\.jsonl$/.exec(f)?.[1])
       .filter((g): g is string => g !== undefined)
       .map(Number)
       .sort((a, b) => a - b);
-    const entries: JournalEntry[] = [];
+    const entries: (JournalEntry & { file: string; line: number })[] = [];
+    const damaged: DamagedLine[] = [];
     let maxSeq = afterSeq;
     for (const g of generations) {
-      const path = join(dir, `${g}.jsonl`);
-      const lines = (await readFile(path, 'utf8')).split('\n');
+      const file = `${g}.jsonl`;
+      const lines = (await readFile(join(dir, file), 'utf8')).split('\n');
       lines.forEach((line, i) => {
         if (!line) return;
         let entry: JournalEntry;
         try {
           entry = JSON.parse(line) as JournalEntry;
         } catch {
-          // A crash can cut the last line short; anywhere else it is damage we must not paper over.
+          // A crash can cut the last line short; anywhere else it is damage, reported (never papered over).
           if (i === lines.length - 1 || (i === lines.length - 2 && lines[i + 1] === '')) return;
-          throw new DataDirError(path, `line ${i + 1} is not valid JSON`, 'Move the journal file aside to start from db.json alone (recent invocation updates may be lost).');
+          damaged.push({ file, line: i + 1, problem: 'is not valid JSON' });
+          return;
         }
-        if (typeof entry.seq !== 'number' || entry.collection !== 'invocations') {
-          throw new DataDirError(path, `line ${i + 1} is not a journal entry`, 'Move the journal file aside to start from db.json alone.');
+        if (
+          typeof entry !== 'object' ||
+          entry === null ||
+          !Number.isSafeInteger(entry.seq) ||
+          entry.seq < 0 ||
+          entry.collection !== 'invocations'
+        ) {
+          damaged.push({ file, line: i + 1, problem: 'is not a journal entry ({seq, collection: "invocations", record})', value: entry });
+          return;
         }
         maxSeq = Math.max(maxSeq, entry.seq);
-        if (entry.seq > afterSeq) entries.push(entry);
+        if (entry.seq > afterSeq) entries.push({ ...entry, file, line: i + 1 });
       });
     }
     entries.sort((a, b) => a.seq - b.seq);
     const journal = new Journal(dir, maxSeq, (generations.at(-1) ?? 0) + 1);
-    return { journal, entries };
+    return { journal, entries, damaged };
   }
 
   get lastSeq(): number {

@@ -5,8 +5,10 @@ import { describeJsonError, readFileIfExists, writeFileAtomic } from './atomic-f
 import { migrate } from './migrations';
 
 /**
- * lowdb adapter for `db.json`: atomic writes, and reads that validate and migrate. We do not use lowdb's
- * JSONFile presets (under vitest they keep data in memory, STACK.md) nor steno (no fsync).
+ * lowdb adapter for `db.json`: atomic writes, and reads that validate and migrate (strict: any problem
+ * throws). The core's repository reads through the load check instead (db-check.ts), which quarantines
+ * what does not fit rather than refusing to start. We do not use lowdb's
+ * JSONFile presets (under vitest they keep data in memory, docs/host-facts.md) nor steno (no fsync).
  */
 export class ValidatedJsonFile<T> implements Adapter<T> {
   constructor(
@@ -44,5 +46,4 @@ export class ValidatedJsonFile<T> implements Adapter<T> {
   }
 }
 
-const HINT =
-  'Fix the file by hand, restore it from a backup or an export, or move it aside to start with an empty state.';
+const HINT = 'Fix the file by hand, restore it from a backup or an export, or move it aside to start with an empty state.';

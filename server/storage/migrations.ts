@@ -13,18 +13,26 @@ const steps: Record<number, (doc: Doc) => Doc> = {
   2: (doc) => ({
     ...doc,
     journal_seq: 0,
-    tenants: list(doc.tenants).map((t) => ({ previous_webhook_secret: null, previous_webhook_secret_expires_at: null, ...t })),
-    invocations: list(doc.invocations).map((i) => ({
-      attempts: i.status === 'queued' ? 0 : 1,
-      callback: null,
-      parity_warnings: [],
-      ...i,
-    })),
+    tenants: each(doc.tenants, (t) => (isDoc(t) ? { previous_webhook_secret: null, previous_webhook_secret_expires_at: null, ...t } : t)),
+    invocations: each(
+      doc.invocations,
+      (i) =>
+        isDoc(i)
+          ? {
+              attempts: i.status === 'queued' ? 0 : 1,
+              callback: null,
+              parity_warnings: [],
+              ...i,
+            }
+          : i, // not a record: left as found, for the load check to quarantine (storage/db-check.ts)
+    ),
     schema_version: 3,
   }),
 };
 
-const list = (v: unknown): Doc[] => (Array.isArray(v) ? (v as Doc[]) : []);
+/** Maps a list's items; anything else stays as found (the load check quarantines it, not a migration). */
+const each = (v: unknown, fn: (item: unknown) => unknown): unknown => (Array.isArray(v) ? v.map(fn) : (v ?? []));
+const isDoc = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export type MigrationResult = { doc: Doc; from: number; to: number } | { error: string };
 

@@ -7,6 +7,8 @@ import { z } from 'zod';
 export const SCHEMA_VERSION = 3;
 
 const isoTime = z.string().datetime({ offset: true });
+/** A blob's name (storage/blobs.ts): anything else could never be read, so it fails the load check. */
+const blobHash = z.string().regex(/^[0-9a-f]{64}$/, 'must be a blob name (64 hex digits)');
 
 export const CapsRecord = z.object({
   timeout_ms: z.number().int().min(1),
@@ -34,12 +36,12 @@ export const ApiKeyRecord = z.object({
   /** SHA-256 of the key, hex. The key itself is never stored… */
   hash: z.string().regex(/^[0-9a-f]{64}$/),
   prefix: z.string(),
-  /** …except the local tenant's first key, sealed, so the GUI can show it (API.md, "Starting it"). */
+  /** …except the local tenant's first key, sealed, so the GUI can show it (docs/contract.md, "Starting it"). */
   sealed: z.string().optional(),
   created_at: isoTime,
 });
 
-export const FileEntry = z.object({ path: z.string(), size: z.number().int().min(0), sha256: z.string() });
+export const FileEntry = z.object({ path: z.string(), size: z.number().int().min(0), sha256: blobHash });
 
 export const SnippetRecord = z.object({
   id: z.string(),
@@ -94,7 +96,7 @@ export const StoreRecord = z.object({
   key: z.string(),
   /** Small values inline; large ones in a blob file named by `blob`. Exactly one is set. */
   value: z.unknown().optional(),
-  blob: z.string().optional(),
+  blob: blobHash.optional(),
   size: z.number().int().min(0),
   expires_at: isoTime.nullable(),
   created_at: isoTime,
@@ -147,7 +149,7 @@ export const InvocationRecord = z.object({
   outcome: z.enum(['success', 'handler_error', 'timeout', 'oom_killed', 'cancelled', 'failed']).nullable(),
   /** Small outputs inline, large ones in a blob (exactly one of output/output_blob when finished). */
   output: z.unknown().optional(),
-  output_blob: z.string().optional(),
+  output_blob: blobHash.optional(),
   error: z
     .object({ code: z.string(), message: z.string(), stack: z.string().optional(), evidence: z.record(z.string(), z.unknown()).optional() })
     .nullable(),
@@ -166,19 +168,19 @@ export const InvocationRecord = z.object({
   warm: z.boolean().nullable(),
   /** Small logs and timelines inline, large ones in blobs (at most one of each pair is set). */
   logs: z.string().optional(),
-  logs_blob: z.string().nullable(),
+  logs_blob: blobHash.nullable(),
   logs_truncated: z.boolean(),
   timeline: z.array(z.object({ t_ms: z.number(), memory_mb: z.number(), cpu_percent: z.number(), throttled: z.boolean() })).optional(),
-  timeline_blob: z.string().nullable(),
+  timeline_blob: blobHash.nullable(),
   idempotency_key: z.string().nullable(),
   /** Runs started (async jobs that were running when the core died run again: at-least-once). */
   attempts: z.number().int().min(0),
   /** An async job's input, kept until it has run (small inline, large in a blob). */
   input: z.record(z.string(), z.unknown()).optional(),
-  input_blob: z.string().optional(),
+  input_blob: blobHash.optional(),
   callback: CallbackRecord.nullable(),
   /** Stream mode: every event sent, with its time (a blob; emulator only, for the stream inspector). */
-  events_blob: z.string().optional(),
+  events_blob: blobHash.optional(),
   /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
   queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */

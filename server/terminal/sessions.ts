@@ -1,5 +1,7 @@
 import { constants } from 'node:os';
-import { ApiError, notFound } from '../errors';
+import type { z } from 'zod';
+import type { TerminalExit as TerminalExitSchema, TerminalView as TerminalViewSchema } from '../../contract/schemas/terminal';
+import { ConflictError, notFound, UnavailableError } from '../domain/errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { PtyExit, PtyProcess, PtySpawn } from './pty';
@@ -11,24 +13,10 @@ import type { LaunchSpec, TargetAvailability, TerminalTarget } from './targets';
  * then the live output. An exited terminal stays (with its exit) until it is deleted, so a page can
  * say how it ended. At most `maxLive` run at once; all are killed when the core stops.
  */
-export interface TerminalExit {
-  exit_code: number | null;
-  /** The signal that ended it (`SIGHUP`), or null. */
-  signal: string | null;
-}
+export type TerminalExit = z.output<typeof TerminalExitSchema>;
 
-export interface TerminalView extends TerminalExit {
-  id: string;
-  target: TerminalTarget;
-  shell: string;
-  cwd: string;
-  pid: number;
-  cols: number;
-  rows: number;
-  status: 'running' | 'exited';
-  created_at: string;
-  exited_at: string | null;
-}
+/** A terminal as `/_emu/terminals` answers it (contract/schemas/terminal.ts). */
+export type TerminalView = z.output<typeof TerminalViewSchema>;
 
 export type TerminalEvent = { event: 'output'; id: number; data: { data: string } } | { event: 'exit'; id: number; data: TerminalExit };
 
@@ -216,9 +204,11 @@ export class TerminalSessions {
 
   /** Starts a terminal: 409 when the target is unavailable or `maxLive` are running. */
   async open(req: { target: TerminalTarget; cols: number; rows: number }): Promise<TerminalView> {
-    if (this.closed) throw new ApiError(503, 'shutting_down', 'Shutting down', 'the emulator is stopping');
+    if (this.closed) throw new UnavailableError('the emulator is stopping', 'shutting_down');
     if (this.live().length + this.starting >= this.limits.maxLive) {
-      throw new ApiError(409, 'too_many_terminals', 'Too many terminals', `${this.limits.maxLive} terminals are running already: close one first`, { max_live: this.limits.maxLive });
+      throw new ConflictError(`${this.limits.maxLive} terminals are running already: close one first`, 'too_many_terminals', {
+        max_live: this.limits.maxLive,
+      });
     }
     const spec = this.opts.targets.launch(req.target);
     this.starting++;
@@ -227,7 +217,7 @@ export class TerminalSessions {
       pty = await this.opts.spawn({ file: spec.file, args: spec.args, cwd: spec.cwd, env: spec.env, cols: req.cols, rows: req.rows });
     } catch (err) {
       this.opts.logger?.log('error', 'terminal spawn failed', { target: req.target, file: spec.file, error: String(err) });
-      throw new ApiError(503, 'terminal_spawn_failed', 'Terminal could not start', `${spec.shell} could not be started on a pty; the emulator's log has the reason`);
+      throw new UnavailableError(`${spec.shell} could not be started on a pty; the emulator's log has the reason`, 'terminal_spawn_failed');
     } finally {
       this.starting--;
     }
@@ -286,7 +276,7 @@ export class TerminalSessions {
 
   private running(id: string): Session {
     const s = this.session(id);
-    if (s.exit) throw new ApiError(409, 'terminal_exited', 'Terminal exited', `terminal '${id}' has exited; open a new one`);
+    if (s.exit) throw new ConflictError(`terminal '${id}' has exited; open a new one`, 'terminal_exited');
     return s;
   }
 

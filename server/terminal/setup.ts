@@ -30,7 +30,13 @@ export function terminalAccess(opts: {
           : `terminals are off because the emulator listens on ${opts.host}, beyond this machine (a shell over HTTP there is remote code execution for anyone with the admin token); restart it with --terminal to allow them anyway`,
     };
   }
-  const targets = new TerminalTargets({ workspace: opts.workspace, dataDir: opts.dataDir, url: opts.url, vmName: opts.vmName, limactl: opts.limactl });
+  const targets = new TerminalTargets({
+    workspace: opts.workspace,
+    dataDir: opts.dataDir,
+    url: opts.url,
+    vmName: opts.vmName,
+    limactl: opts.limactl,
+  });
   return { sessions: new TerminalSessions({ spawn: opts.spawn ?? nodePtySpawn, targets, logger: opts.logger }), disabled: null };
 }
 

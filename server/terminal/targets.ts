@@ -1,14 +1,14 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { ApiError } from '../errors';
+import { ConflictError } from '../domain/errors';
 
 /**
  * Where a terminal runs, and whether it can here: `workspace` (the user's shell in the workspace, with
  * the variables that point `svc-emu` at this core) or `vm` (`limactl shell <vm>`: the Lima VM snippets
  * run in on macOS).
  */
-export const TERMINAL_TARGETS = ['workspace', 'vm'] as const;
-export type TerminalTarget = (typeof TERMINAL_TARGETS)[number];
+import type { TerminalTarget } from '../../contract/schemas/terminal';
+export { TERMINAL_TARGETS, type TerminalTarget } from '../../contract/schemas/terminal';
 
 export interface TargetAvailability {
   available: boolean;
@@ -45,7 +45,7 @@ export interface TerminalTargetsOptions {
 }
 
 export const targetUnavailable = (target: TerminalTarget, reason: string) =>
-  new ApiError(409, 'terminal_target_unavailable', 'Terminal target unavailable', `a ${target} terminal cannot be opened here: ${reason}`, { target });
+  new ConflictError(`a ${target} terminal cannot be opened here: ${reason}`, 'terminal_target_unavailable', { target });
 
 export class TerminalTargets {
   private readonly env: NodeJS.ProcessEnv;
@@ -59,7 +59,10 @@ export class TerminalTargets {
   }
 
   availability(target: TerminalTarget): TargetAvailability {
-    if (target === 'workspace') return this.shell() ? { available: true, reason: null } : { available: false, reason: 'no shell found ($SHELL, /bin/bash and /bin/sh are all missing)' };
+    if (target === 'workspace')
+      return this.shell()
+        ? { available: true, reason: null }
+        : { available: false, reason: 'no shell found ($SHELL, /bin/bash and /bin/sh are all missing)' };
     if (this.limactl()) return { available: true, reason: null };
     if (this.opts.limactl) return { available: false, reason: `the configured limactl, ${this.opts.limactl}, is not an executable file` };
     return {
@@ -76,7 +79,12 @@ export class TerminalTargets {
     const cwd = this.opts.workspace ?? this.opts.dataDir;
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries(this.env)) if (v !== undefined) env[k] = v;
-    Object.assign(env, { SVC_EMU_URL: this.opts.url(), SVC_EMU_DATA_DIR: this.opts.dataDir, TERM: 'xterm-256color', COLORTERM: 'truecolor' });
+    Object.assign(env, {
+      SVC_EMU_URL: this.opts.url(),
+      SVC_EMU_DATA_DIR: this.opts.dataDir,
+      TERM: 'xterm-256color',
+      COLORTERM: 'truecolor',
+    });
     if (target === 'workspace') {
       const shell = this.shell();
       if (!shell) throw targetUnavailable(target, this.availability(target).reason ?? 'no shell');

@@ -179,7 +179,12 @@ export async function deliver(opts: DeliverOptions): Promise<DeliveryAttempt> {
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(options);
     const timer = setTimeout(() => {
       const fields: Partial<DeliveryAttempt> = response
-        ? { ...answered(response), ok: false, final: false, error: `no complete answer within ${seconds(timeoutMs)} (the body was still arriving)` }
+        ? {
+            ...answered(response),
+            ok: false,
+            final: false,
+            error: `no complete answer within ${seconds(timeoutMs)} (the body was still arriving)`,
+          }
         : { error: `no answer within ${seconds(timeoutMs)}` };
       settle(fields);
       req.destroy();

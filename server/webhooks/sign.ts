@@ -79,7 +79,8 @@ export function verify(
   if (id === null) return fail('missing webhook-id header');
   if (timestampText === null) return fail('missing webhook-timestamp header');
   if (signatureText === null) return fail('missing webhook-signature header');
-  if (!/^\d{1,15}$/.test(timestampText)) return fail(`webhook-timestamp header is not unix seconds: ${JSON.stringify(timestampText.slice(0, 40))}`);
+  if (!/^\d{1,15}$/.test(timestampText))
+    return fail(`webhook-timestamp header is not unix seconds: ${JSON.stringify(timestampText.slice(0, 40))}`);
   const timestamp = Number(timestampText);
 
   // Only v1 (symmetric) signatures are ours; other versions (v1a = ed25519) are skipped, as the spec says.

@@ -9,12 +9,16 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, startTestCore, type TestCore } from '../helpers/core';
+import { operations as ops } from '../../contract';
 import { configureAgentTenant } from '../helpers/agents';
 import { readmeRows } from '../helpers/workspace-readme';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
 
 const EXAMPLES = join(PROJECT_ROOT, 'fixtures', 'workspace', 'snippets');
-const AGENTS = { 'mastra-agent': { runtime: 'bun', entry: 'index.ts' }, 'langgraph-agent': { runtime: 'python', entry: 'main.py' } } as const;
+const AGENTS = {
+  'mastra-agent': { runtime: 'bun', entry: 'index.ts' },
+  'langgraph-agent': { runtime: 'python', entry: 'main.py' },
+} as const;
 type AgentName = keyof typeof AGENTS;
 const NAMES = Object.keys(AGENTS) as AgentName[];
 const PROMPT = { prompt: 'What is the weather in Paris?' };
@@ -39,17 +43,11 @@ async function setUp(c: TestCore) {
   }
 }
 
-async function events(c: TestCore, name: string, body: unknown) {
-  const res = await fetch(`${c.url}/v1/invoke/${name}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
-    body: JSON.stringify(body),
-  });
-  const text = await res.text();
-  return text
-    .split('\n\n')
-    .filter((f) => f.startsWith('id: '))
-    .map((f) => ({ event: /^event: (.*)$/m.exec(f)![1]!, data: JSON.parse(/^data: (.*)$/m.exec(f)![1]!) }));
+async function events(c: TestCore, name: string, body: Record<string, unknown>) {
+  const got: { event: string; data: any }[] = [];
+  const stream = await c.client.stream(ops.invoke, { params: { snippet: name }, body, headers: { 'x-invoke-mode': 'stream' } });
+  for await (const e of stream) got.push({ event: e.event, data: e.data });
+  return got;
 }
 
 const admin = () => ({ key: core.admin });
@@ -88,11 +86,18 @@ describe.each(NAMES)('%s', (name) => {
     }
     // The model's calls went through the egress proxy, under this invocation's name; the tool's through the core.
     const egress = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, admin())).json.data;
-    expect(egress.filter((e: any) => e.source === 'snippet' && e.host === 'localhost' && e.path === llm[0]!.path && e.status === 200)).toHaveLength(2);
+    expect(
+      egress.filter((e: any) => e.source === 'snippet' && e.host === 'localhost' && e.path === llm[0]!.path && e.status === 200),
+    ).toHaveLength(2);
     expect(egress.filter((e: any) => e.source === 'integration' && e.integration === 'weather' && e.status === 200)).toHaveLength(1);
     // Both went to loopback, which the local profile allows and production would not: the record says so.
     const warnings = (await core.call('GET', `/v1/invocations/${id}`)).json.parity_warnings as string[];
-    expect(warnings.some((w) => /^egress: production would refuse .*localhost/.test(w) || /resolve to (127\.0\.0\.1|::1) .*--egress-allow localhost:/.test(w))).toBe(true);
+    expect(
+      warnings.some(
+        (w) =>
+          /^egress: production would refuse .*localhost/.test(w) || /resolve to (127\.0\.0\.1|::1) .*--egress-allow localhost:/.test(w),
+      ),
+    ).toBe(true);
     expect(warnings.some((w) => /--egress-allow 127\.0\.0\.1:/.test(w))).toBe(true);
   });
 
@@ -113,17 +118,29 @@ describe.each(NAMES)('%s', (name) => {
   });
 
   it('a latency fault on the model slows the agent and shows in the egress log; an error fault makes it fail', async () => {
-    const slow = await core.call('POST', '/_emu/egress/faults', { host: 'localhost', action: { type: 'latency', ms: 400 }, times: 2 }, admin());
+    const slow = await core.call(
+      'POST',
+      '/_emu/egress/faults',
+      { host: 'localhost', action: { type: 'latency', ms: 400 }, times: 2 },
+      admin(),
+    );
     expect(slow.status).toBe(201);
     const t = performance.now();
     const r = await core.call('POST', `/v1/invoke/${name}`, PROMPT);
     expect(r.status, r.text).toBe(200);
     expect(performance.now() - t).toBeGreaterThanOrEqual(780); // two model calls, 400 ms each
     const id = r.headers.get('x-invocation-id')!;
-    const delayed = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, admin())).json.data.filter((e: any) => e.fault?.startsWith('latency 400 ms'));
+    const delayed = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, admin())).json.data.filter((e: any) =>
+      e.fault?.startsWith('latency 400 ms'),
+    );
     expect(delayed).toHaveLength(2);
 
-    const broken = await core.call('POST', '/_emu/egress/faults', { host: 'localhost', action: { type: 'status', status: 500, body: '{"error":{"message":"provider melted"}}' } }, admin());
+    const broken = await core.call(
+      'POST',
+      '/_emu/egress/faults',
+      { host: 'localhost', action: { type: 'status', status: 500, body: '{"error":{"message":"provider melted"}}' } },
+      admin(),
+    );
     try {
       const failed = await core.call('POST', `/v1/invoke/${name}`, PROMPT);
       expect(failed.status, failed.text).toBe(500);
@@ -175,7 +192,10 @@ describe('under the production egress profile, from inside the sandbox', () => {
     expect(r.status, r.text).toBe(200);
     for (const url of urls) {
       expect(r.json[url], url).toMatchObject({ status: 403, egress: 'refused' });
-      expect(JSON.parse(r.json[url].body)).toMatchObject({ code: 'egress_refused', detail: expect.stringMatching(/^production refuses outbound connections that resolve to /) });
+      expect(JSON.parse(r.json[url].body)).toMatchObject({
+        code: 'egress_refused',
+        detail: expect.stringMatching(/^production refuses outbound connections that resolve to /),
+      });
     }
   });
 

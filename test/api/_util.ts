@@ -9,7 +9,8 @@ export const PROBLEM_FIELDS = ['type', 'title', 'status', 'detail', 'code', 'req
 export function expectProblem(res: Res | RawRes, status: number, code: string): void {
   const got = { status: res.status, code: res.json?.code };
   expect(got, `${res.status} ${res.text.slice(0, 500)}`).toEqual({ status, code });
-  const type = 'headers' in res && res.headers instanceof Headers ? res.headers.get('content-type') : (res as RawRes).headers['content-type'];
+  const type =
+    'headers' in res && res.headers instanceof Headers ? res.headers.get('content-type') : (res as RawRes).headers['content-type'];
   expect(type).toMatch(/^application\/problem\+json/);
   const body = res.json as Record<string, unknown>;
   for (const f of PROBLEM_FIELDS) expect(body, `problem field ${f}`).toHaveProperty(f);
@@ -20,7 +21,8 @@ export function expectProblem(res: Res | RawRes, status: number, code: string): 
   expect(typeof body.detail).toBe('string');
   expect(String(body.detail).length).toBeGreaterThan(0);
   expect(body.status).toBe(status);
-  const rid = 'headers' in res && res.headers instanceof Headers ? res.headers.get('x-request-id') : (res as RawRes).headers['x-request-id'];
+  const rid =
+    'headers' in res && res.headers instanceof Headers ? res.headers.get('x-request-id') : (res as RawRes).headers['x-request-id'];
   expect(rid, 'X-Request-Id header').toBeTruthy();
   expect(body.request_id).toBe(rid);
 }
@@ -42,7 +44,14 @@ export function rawRequest(
   const u = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: u.hostname, port: Number(u.port), method, path, headers: { ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}), ...opts.headers }, agent: false },
+      {
+        host: u.hostname,
+        port: Number(u.port),
+        method,
+        path,
+        headers: { ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}), ...opts.headers },
+        agent: false,
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

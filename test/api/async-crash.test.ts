@@ -76,7 +76,10 @@ it('kill -9 with 30 jobs queued or running, then restart: all 30 succeed and eve
   expect(second.key).toBe(first.key);
   const succeeded = (id: string) => deliveries.some((d) => d.payload.id === id && d.payload.outcome === 'success');
   for (let i = 0; i < 1500 && !ids.every(succeeded); i++) await sleep(20);
-  expect(ids.filter((id) => !succeeded(id)), 'jobs without a success callback').toEqual([]);
+  expect(
+    ids.filter((id) => !succeeded(id)),
+    'jobs without a success callback',
+  ).toEqual([]);
 
   let rerun = 0;
   for (const [tag, id] of ids.entries()) {
@@ -85,7 +88,8 @@ it('kill -9 with 30 jobs queued or running, then restart: all 30 succeed and eve
     const mine = deliveries.filter((d) => d.payload.id === id);
     expect(new Set(mine.map((d) => d.webhookId)).size, `one webhook-id for ${id}`).toBe(1);
     // Two runs (different started_at) can only come from a job that ran again: its attempts say so.
-    if (new Set(mine.map((d) => d.payload.started_at)).size > 1) expect(Math.max(...mine.map((d) => d.payload.attempts))).toBeGreaterThanOrEqual(2);
+    if (new Set(mine.map((d) => d.payload.started_at)).size > 1)
+      expect(Math.max(...mine.map((d) => d.payload.attempts))).toBeGreaterThanOrEqual(2);
     // Every run that reached the snippet's code was counted as an attempt.
     const runs = (await call(second.url, second.key, 'GET', `/v1/store/runs-${tag}`)).json.value as number;
     expect(runs).toBeGreaterThanOrEqual(1);
@@ -116,7 +120,9 @@ it('a graceful stop leaves a running job to run again on the next start, not fai
   const id = r.json.invocation_id as string;
   for (let i = 0; i < 200 && (await core.call('GET', `/v1/invocations/${id}`)).json.status !== 'running'; i++) await sleep(20);
   await core.stop();
-  const db = JSON.parse(await readFile(`${dataDir}/db.json`, 'utf8')) as { invocations: { id: string; status: string; attempts: number }[] };
+  const db = JSON.parse(await readFile(`${dataDir}/db.json`, 'utf8')) as {
+    invocations: { id: string; status: string; attempts: number }[];
+  };
   expect(db.invocations.find((i) => i.id === id)).toMatchObject({ status: 'running', attempts: 1 });
 
   const again = await startTestCore({ dataDir });

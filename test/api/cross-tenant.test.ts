@@ -58,19 +58,67 @@ const rows: Row[] = [
   { name: 'DELETE snippet by name', method: 'DELETE', path: (i) => `/v1/snippets/${i.snippet}`, knownBefore: true },
   { name: 'DELETE snippet by id', method: 'DELETE', path: (i) => `/v1/snippets/${i.snippet}`, knownBefore: false, byId: true },
   { name: 'POST version', method: 'POST', path: (i) => `/v1/snippets/${i.snippet}/versions`, body: { code: BUN_CODE }, knownBefore: true },
-  { name: 'POST version by id', method: 'POST', path: (i) => `/v1/snippets/${i.snippet}/versions`, body: { code: BUN_CODE }, knownBefore: false, byId: true },
+  {
+    name: 'POST version by id',
+    method: 'POST',
+    path: (i) => `/v1/snippets/${i.snippet}/versions`,
+    body: { code: BUN_CODE },
+    knownBefore: false,
+    byId: true,
+  },
   { name: 'GET versions', method: 'GET', path: (i) => `/v1/snippets/${i.snippet}/versions`, knownBefore: true },
   { name: 'GET versions by id', method: 'GET', path: (i) => `/v1/snippets/${i.snippet}/versions`, knownBefore: false, byId: true },
   { name: 'GET version 1', method: 'GET', path: (i) => `/v1/snippets/${i.snippet}/versions/1`, knownBefore: true },
   { name: 'GET version 2 by id', method: 'GET', path: (i) => `/v1/snippets/${i.snippet}/versions/2`, knownBefore: false, byId: true },
   { name: 'GET environments of snippet', method: 'GET', path: (i) => `/v1/snippets/${i.snippet}/environments`, knownBefore: true },
-  { name: 'PUT deploy (A snippet, builtin env)', method: 'PUT', path: (i) => `/v1/snippets/${i.snippet}/environments/prod`, body: { version: 1 }, knownBefore: true },
-  { name: 'PUT deploy by id', method: 'PUT', path: (i) => `/v1/snippets/${i.snippet}/environments/prod`, body: { version: 1 }, knownBefore: false, byId: true },
-  { name: 'PUT deploy (A snippet, A env)', method: 'PUT', path: (i) => `/v1/snippets/${i.snippet}/environments/${i.env}`, body: { version: 1 }, knownBefore: true },
-  { name: 'PUT deploy (B snippet, A env)', method: 'PUT', path: (i) => `/v1/snippets/${B_OWN_SNIPPET}/environments/${i.env}`, body: { version: 1 }, knownBefore: true },
-  { name: 'DELETE undeploy (A snippet, prod)', method: 'DELETE', path: (i) => `/v1/snippets/${i.snippet}/environments/prod`, knownBefore: true },
-  { name: 'DELETE undeploy by id', method: 'DELETE', path: (i) => `/v1/snippets/${i.snippet}/environments/prod`, knownBefore: false, byId: true },
-  { name: 'DELETE undeploy (B snippet, A env)', method: 'DELETE', path: (i) => `/v1/snippets/${B_OWN_SNIPPET}/environments/${i.env}`, knownBefore: true },
+  {
+    name: 'PUT deploy (A snippet, builtin env)',
+    method: 'PUT',
+    path: (i) => `/v1/snippets/${i.snippet}/environments/prod`,
+    body: { version: 1 },
+    knownBefore: true,
+  },
+  {
+    name: 'PUT deploy by id',
+    method: 'PUT',
+    path: (i) => `/v1/snippets/${i.snippet}/environments/prod`,
+    body: { version: 1 },
+    knownBefore: false,
+    byId: true,
+  },
+  {
+    name: 'PUT deploy (A snippet, A env)',
+    method: 'PUT',
+    path: (i) => `/v1/snippets/${i.snippet}/environments/${i.env}`,
+    body: { version: 1 },
+    knownBefore: true,
+  },
+  {
+    name: 'PUT deploy (B snippet, A env)',
+    method: 'PUT',
+    path: (i) => `/v1/snippets/${B_OWN_SNIPPET}/environments/${i.env}`,
+    body: { version: 1 },
+    knownBefore: true,
+  },
+  {
+    name: 'DELETE undeploy (A snippet, prod)',
+    method: 'DELETE',
+    path: (i) => `/v1/snippets/${i.snippet}/environments/prod`,
+    knownBefore: true,
+  },
+  {
+    name: 'DELETE undeploy by id',
+    method: 'DELETE',
+    path: (i) => `/v1/snippets/${i.snippet}/environments/prod`,
+    knownBefore: false,
+    byId: true,
+  },
+  {
+    name: 'DELETE undeploy (B snippet, A env)',
+    method: 'DELETE',
+    path: (i) => `/v1/snippets/${B_OWN_SNIPPET}/environments/${i.env}`,
+    knownBefore: true,
+  },
   { name: 'DELETE environment', method: 'DELETE', path: (i) => `/v1/environments/${i.env}`, knownBefore: true },
   { name: 'DELETE secret', method: 'DELETE', path: (i) => `/v1/secrets/${i.secret}`, knownBefore: true },
   { name: 'GET store key', method: 'GET', path: (i) => `/v1/store/${enc(i.storeKey)}`, knownBefore: true },
@@ -80,11 +128,22 @@ const rows: Row[] = [
   { name: 'POST invoke by name', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}`, body: {}, knownBefore: true },
   { name: 'POST invoke by id', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}`, body: {}, knownBefore: false, byId: true },
   { name: 'POST invoke pinned version', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}?version=1`, body: {}, knownBefore: true },
-  { name: 'POST invoke (A snippet, A env)', method: 'POST', path: (i) => `/v1/invoke/${i.snippet}?env=${i.env}`, body: {}, knownBefore: true },
+  {
+    name: 'POST invoke (A snippet, A env)',
+    method: 'POST',
+    path: (i) => `/v1/invoke/${i.snippet}?env=${i.env}`,
+    body: {},
+    knownBefore: true,
+  },
   { name: 'GET invocation', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}`, knownBefore: false },
   { name: 'GET invocation logs', method: 'GET', path: (i) => `/v1/invocations/${i.invocation}/logs`, knownBefore: false },
   { name: 'POST cancel invocation', method: 'POST', path: (i) => `/v1/invocations/${i.invocation}/cancel`, knownBefore: false },
-  { name: 'POST redeliver callback', method: 'POST', path: (i) => `/v1/invocations/${i.invocation}/callback/redeliver`, knownBefore: false },
+  {
+    name: 'POST redeliver callback',
+    method: 'POST',
+    path: (i) => `/v1/invocations/${i.invocation}/callback/redeliver`,
+    knownBefore: false,
+  },
 ];
 
 const aIds = () => ({ ...A, snippet: A.snippet });
@@ -256,7 +315,11 @@ describe("cross-tenant: another tenant's resource is exactly as missing as one t
     expect(sec.status).toBe(201);
     const st = await asB('PUT', `/v1/store/${enc(A.storeKey)}`, { value: 'bravo' });
     expect(st.status).toBe(201);
-    const it = await asB('PUT', `/v1/integrations/${A.integration}`, { provider: 'http', base_url: 'https://bravo.example', auth: { type: 'none' } });
+    const it = await asB('PUT', `/v1/integrations/${A.integration}`, {
+      provider: 'http',
+      base_url: 'https://bravo.example',
+      auth: { type: 'none' },
+    });
     expect(it.status).toBe(201);
 
     expect((await asB('GET', `/v1/store/${enc(A.storeKey)}`)).json.value).toBe('bravo');
@@ -266,7 +329,14 @@ describe("cross-tenant: another tenant's resource is exactly as missing as one t
     expect(await aState()).toEqual(aBeforeReuse);
 
     // and B deleting its own copies leaves A's in place
-    for (const p of [`/v1/snippets/${A.snippet}/environments/${A.env}`, `/v1/secrets/${A.secret}`, `/v1/store/${enc(A.storeKey)}`, `/v1/integrations/${A.integration}`, `/v1/snippets/${A.snippet}`, `/v1/environments/${A.env}`]) {
+    for (const p of [
+      `/v1/snippets/${A.snippet}/environments/${A.env}`,
+      `/v1/secrets/${A.secret}`,
+      `/v1/store/${enc(A.storeKey)}`,
+      `/v1/integrations/${A.integration}`,
+      `/v1/snippets/${A.snippet}`,
+      `/v1/environments/${A.env}`,
+    ]) {
       const r = await asB('DELETE', p);
       expect(r.status, `${p}: ${r.text}`).toBe(204);
     }
@@ -286,7 +356,7 @@ it('the table covers every tenant route that takes an id or a name', () => {
   const template = (p: string) =>
     p
       .replace(/\/v1\/snippets\/[^/]+/, '/v1/snippets/{id}')
-      .replace(/\/environments\/[^/]+$/, (m) => (p.startsWith('/v1/snippets/') ? '/environments/{env}' : '/environments/{name}'))
+      .replace(/\/environments\/[^/]+$/, () => (p.startsWith('/v1/snippets/') ? '/environments/{env}' : '/environments/{name}'))
       .replace(/\/versions\/\d+$/, '/versions/{version}')
       .replace(/^\/v1\/(secrets|integrations)\/[^/]+$/, '/v1/$1/{name}')
       .replace(/^\/v1\/store\/[^/]+$/, '/v1/store/{key}')
@@ -295,9 +365,7 @@ it('the table covers every tenant route that takes an id or a name', () => {
   const covered = new Set(rows.map((r) => `${r.method} ${template(r.path(aIds()))}`));
   // upserts by name are covered by the "names are per tenant" test: B's PUT creates B's own
   for (const u of ['PUT /v1/secrets/{name}', 'PUT /v1/store/{key}', 'PUT /v1/integrations/{name}']) covered.add(u);
-  const needed = allRoutes
-    .filter((r) => r.auth === 'tenant' && r.path.includes('{'))
-    .map((r) => `${r.method.toUpperCase()} ${r.path}`);
+  const needed = allRoutes.filter((r) => r.auth === 'tenant' && r.path.includes('{')).map((r) => `${r.method.toUpperCase()} ${r.path}`);
   expect(needed.length).toBeGreaterThan(10);
   expect(needed.filter((n) => !covered.has(n))).toEqual([]);
 });

@@ -41,7 +41,8 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c));
     req.on('end', () => {
       seen.push({ url: req.url ?? '', headers: req.headers, body });
-      if (req.headers.authorization !== `Bearer ${SECRET}`) return res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"no token"}');
+      if (req.headers.authorization !== `Bearer ${SECRET}`)
+        return res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"no token"}');
       const city = new URL(req.url ?? '', 'http://x').searchParams.get('city');
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ city, forecast: 'sunny' }));
     });
@@ -53,7 +54,11 @@ afterAll(() => api.close());
 
 async function setUp(core: TestCore) {
   expect((await core.call('PUT', '/v1/secrets/WEATHER_TOKEN', { value: SECRET })).status).toBe(201);
-  const i = await core.call('PUT', '/v1/integrations/weather', { provider: 'http', base_url: apiUrl, auth: { type: 'bearer', secret: 'WEATHER_TOKEN' } });
+  const i = await core.call('PUT', '/v1/integrations/weather', {
+    provider: 'http',
+    base_url: apiUrl,
+    auth: { type: 'bearer', secret: 'WEATHER_TOKEN' },
+  });
   expect(i.status, i.text).toBe(201);
   for (const runtime of ['bun', 'python'] as const) {
     await core.call('POST', '/v1/snippets', { name: `weather-${runtime}`, runtime });
@@ -70,43 +75,74 @@ describe('under the local profile', () => {
   });
   afterAll(async () => core?.stop());
 
-  it.each(['bun', 'python'] as const)('%s: the call reaches the API with the credential the core added; logs name it, never the secret', async (runtime) => {
-    seen.length = 0;
-    const r = await core.call('POST', `/v1/invoke/weather-${runtime}`, { city: 'Paris' });
-    expect(r.status, r.text).toBe(200);
-    expect(r.json).toEqual({ ok: true, status: 200, body: { city: 'Paris', forecast: 'sunny' } });
-    expect(seen).toHaveLength(1);
-    expect(seen[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
-    expect(seen[0]!.url).toBe('/api/weather?city=Paris');
+  it.each(['bun', 'python'] as const)(
+    '%s: the call reaches the API with the credential the core added; logs name it, never the secret',
+    async (runtime) => {
+      seen.length = 0;
+      const r = await core.call('POST', `/v1/invoke/weather-${runtime}`, { city: 'Paris' });
+      expect(r.status, r.text).toBe(200);
+      expect(r.json).toEqual({ ok: true, status: 200, body: { city: 'Paris', forecast: 'sunny' } });
+      expect(seen).toHaveLength(1);
+      expect(seen[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
+      expect(seen[0]!.url).toBe('/api/weather?city=Paris');
 
-    const id = r.headers.get('x-invocation-id')!;
-    const logs = (await core.call('GET', `/v1/invocations/${id}/logs`)).json.logs as string;
-    expect(logs).toMatch(/\[integration\] weather GET \/api\/weather\?city=Paris → 200 \(\d+ ms\)/);
-    expect(logs).not.toContain(SECRET);
-    expect(r.text).not.toContain(SECRET);
-    const egress = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, { key: core.admin })).json;
-    expect(egress.data).toEqual([expect.objectContaining({ source: 'integration', tenant: 'local', invocation_id: id, integration: 'weather', method: 'GET', path: '/api/weather', status: 200 })]);
-    expect(JSON.stringify(egress)).not.toContain(SECRET);
-    // The local profile let a loopback API through; the record says production would not.
-    const rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
-    expect(rec.parity_warnings).toEqual([expect.stringMatching(/^egress: production would refuse outbound connections that resolve to 127\.0\.0\.1 \(loopback\); allow it with --egress-allow 127\.0\.0\.1:\d+$/)]);
-  });
+      const id = r.headers.get('x-invocation-id')!;
+      const logs = (await core.call('GET', `/v1/invocations/${id}/logs`)).json.logs as string;
+      expect(logs).toMatch(/\[integration\] weather GET \/api\/weather\?city=Paris → 200 \(\d+ ms\)/);
+      expect(logs).not.toContain(SECRET);
+      expect(r.text).not.toContain(SECRET);
+      const egress = (await core.call('GET', `/_emu/egress?invocation=${id}`, undefined, { key: core.admin })).json;
+      expect(egress.data).toEqual([
+        expect.objectContaining({
+          source: 'integration',
+          tenant: 'local',
+          invocation_id: id,
+          integration: 'weather',
+          method: 'GET',
+          path: '/api/weather',
+          status: 200,
+        }),
+      ]);
+      expect(JSON.stringify(egress)).not.toContain(SECRET);
+      // The local profile let a loopback API through; the record says production would not.
+      const rec = (await core.call('GET', `/v1/invocations/${id}`)).json;
+      expect(rec.parity_warnings).toEqual([
+        expect.stringMatching(
+          /^egress: production would refuse outbound connections that resolve to 127\.0\.0\.1 \(loopback\); allow it with --egress-allow 127\.0\.0\.1:\d+$/,
+        ),
+      ]);
+    },
+  );
 
-  it.each(['bun', 'python'] as const)('%s: an HTTP error (here a fault rule’s 503) reaches the snippet as an exception with status and body', async (runtime) => {
-    const fault = await core.call('POST', '/_emu/egress/faults', { integration: 'weather', action: { type: 'status', status: 503, body: '{"busy":true}' }, times: 1 }, { key: core.admin });
-    expect(fault.status).toBe(201);
-    const r = await core.call('POST', `/v1/invoke/weather-${runtime}`, { city: 'Oslo' });
-    expect(r.json).toMatchObject({ ok: false, code: 'integration_error', status: 503, body: { busy: true } });
-    expect(r.json.message).toMatch(/weather GET \/api\/weather\?city=Oslo answered 503/);
-  });
+  it.each(['bun', 'python'] as const)(
+    '%s: an HTTP error (here a fault rule’s 503) reaches the snippet as an exception with status and body',
+    async (runtime) => {
+      const fault = await core.call(
+        'POST',
+        '/_emu/egress/faults',
+        { integration: 'weather', action: { type: 'status', status: 503, body: '{"busy":true}' }, times: 1 },
+        { key: core.admin },
+      );
+      expect(fault.status).toBe(201);
+      const r = await core.call('POST', `/v1/invoke/weather-${runtime}`, { city: 'Oslo' });
+      expect(r.json).toMatchObject({ ok: false, code: 'integration_error', status: 503, body: { busy: true } });
+      expect(r.json.message).toMatch(/weather GET \/api\/weather\?city=Oslo answered 503/);
+    },
+  );
 
   it('a latency fault slows the call, and the egress log says which rule acted', async () => {
-    await core.call('POST', '/_emu/egress/faults', { integration: 'weather', action: { type: 'latency', ms: 400 }, times: 1 }, { key: core.admin });
+    await core.call(
+      'POST',
+      '/_emu/egress/faults',
+      { integration: 'weather', action: { type: 'latency', ms: 400 }, times: 1 },
+      { key: core.admin },
+    );
     const t = performance.now();
     const r = await core.call('POST', '/v1/invoke/weather-bun', { city: 'Rome' });
     expect(performance.now() - t).toBeGreaterThanOrEqual(390);
     expect(r.json.ok).toBe(true);
-    const [entry] = (await core.call('GET', `/_emu/egress?invocation=${r.headers.get('x-invocation-id')}`, undefined, { key: core.admin })).json.data;
+    const [entry] = (await core.call('GET', `/_emu/egress?invocation=${r.headers.get('x-invocation-id')}`, undefined, { key: core.admin }))
+      .json.data;
     expect(entry.fault).toMatch(/^latency 400 ms \(flt_\d+\)$/);
     expect(entry.duration_ms).toBeGreaterThanOrEqual(390);
   });
@@ -137,7 +173,9 @@ describe('under the production profile', () => {
       seen.length = 0;
       const r = await refused.call('POST', '/v1/invoke/weather-bun', { city: 'Paris' });
       expect(r.json).toMatchObject({ ok: false, code: 'egress_refused' });
-      expect(r.json.message).toMatch(/^production refuses outbound connections that resolve to 127\.0\.0\.1 \(loopback\); allow it with --egress-allow 127\.0\.0\.1:\d+$/);
+      expect(r.json.message).toMatch(
+        /^production refuses outbound connections that resolve to 127\.0\.0\.1 \(loopback\); allow it with --egress-allow 127\.0\.0\.1:\d+$/,
+      );
       expect(seen).toHaveLength(0);
     } finally {
       await refused.stop();
@@ -145,7 +183,10 @@ describe('under the production profile', () => {
     const allowed = await startTestCore({ config: { egressProfile: 'production', egressAllow: [new URL(apiUrl).host] } });
     try {
       await setUp(allowed);
-      expect((await allowed.call('POST', '/v1/invoke/weather-python', { city: 'Lima' })).json).toMatchObject({ ok: true, body: { city: 'Lima' } });
+      expect((await allowed.call('POST', '/v1/invoke/weather-python', { city: 'Lima' })).json).toMatchObject({
+        ok: true,
+        body: { city: 'Lima' },
+      });
     } finally {
       await allowed.stop();
     }

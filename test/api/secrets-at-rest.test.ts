@@ -77,8 +77,13 @@ describe('secrets at rest', () => {
     expect((await core.call('PUT', '/v1/store/small', { value: { hello: 'world' } })).status).toBe(201);
     expect((await core.call('PUT', '/v1/store/large', { value: 'v'.repeat(100_000) })).status).toBe(201);
     expect((await core.call('POST', '/v1/snippets', { name: 'rest', runtime: 'bun' })).status).toBe(201);
-    expect((await core.call('POST', '/v1/snippets/rest/versions', { code: 'export default async function handler(){ return { ok: 1 } }' })).status).toBe(201);
-    expect((await core.call('PUT', '/v1/integrations/llm', { provider: 'openai', auth: { type: 'bearer', secret: 'OPENAI_API_KEY' } })).status).toBe(201);
+    expect(
+      (await core.call('POST', '/v1/snippets/rest/versions', { code: 'export default async function handler(){ return { ok: 1 } }' }))
+        .status,
+    ).toBe(201);
+    expect(
+      (await core.call('PUT', '/v1/integrations/llm', { provider: 'openai', auth: { type: 'bearer', secret: 'OPENAI_API_KEY' } })).status,
+    ).toBe(201);
 
     const whOld = (await core.call('GET', '/v1/tenant/webhook-secret')).json.secret as string;
     const whNew = (await core.call('POST', '/v1/tenant/webhook-secret')).json.secret as string;

@@ -49,7 +49,12 @@ describe('Host header (DNS rebinding)', () => {
   it('evil.example:PORT (with the real port) → 421, even with a valid key; a write is refused and nothing is written', async () => {
     const r = await raw('GET', '/v1/snippets', withKey({ host: `evil.example:${port}` }));
     expectProblem(r, 421, 'misdirected_request');
-    const w = await raw('POST', '/v1/snippets', withKey({ host: `evil.example:${port}`, 'content-type': 'application/json' }), JSON.stringify({ name: 'rebound', runtime: 'bun' }));
+    const w = await raw(
+      'POST',
+      '/v1/snippets',
+      withKey({ host: `evil.example:${port}`, 'content-type': 'application/json' }),
+      JSON.stringify({ name: 'rebound', runtime: 'bun' }),
+    );
     expectProblem(w, 421, 'misdirected_request');
     expect(await snippetNames()).not.toContain('rebound');
     const a = await raw('GET', '/_emu/info', { host: `evil.example:${port}`, authorization: `Bearer ${core.admin}` });
@@ -57,13 +62,16 @@ describe('Host header (DNS rebinding)', () => {
     expect(a.text).not.toContain(core.key);
   });
 
-  it.each(['localhost:PORT', '127.0.0.1:PORT', '[::1]:PORT', 'localhost', '127.0.0.1', 'LOCALHOST:PORT'])('Host %s is served', async (hostTemplate) => {
-    const host = hostTemplate.replace('PORT', String(port));
-    const h = await raw('GET', '/healthz', { host });
-    expect(h.status, h.text).toBe(200);
-    const v = await raw('GET', '/v1/snippets', withKey({ host }));
-    expect(v.status, v.text).toBe(200);
-  });
+  it.each(['localhost:PORT', '127.0.0.1:PORT', '[::1]:PORT', 'localhost', '127.0.0.1', 'LOCALHOST:PORT'])(
+    'Host %s is served',
+    async (hostTemplate) => {
+      const host = hostTemplate.replace('PORT', String(port));
+      const h = await raw('GET', '/healthz', { host });
+      expect(h.status, h.text).toBe(200);
+      const v = await raw('GET', '/v1/snippets', withKey({ host }));
+      expect(v.status, v.text).toBe(200);
+    },
+  );
 });
 
 describe('Origin and Sec-Fetch-Site', () => {
@@ -80,7 +88,10 @@ describe('Origin and Sec-Fetch-Site', () => {
     ['Sec-Fetch-Site: cross-site', { 'sec-fetch-site': 'cross-site' }],
   ] as const)('%s → 403 forbidden_origin, nothing written', async (label, hdrs) => {
     const headers = Object.fromEntries(Object.entries(hdrs).map(([k, v]) => [k, v.replace('PORT', String(port))]));
-    const name = `origin-${label.replace(/[^a-z]/gi, '').toLowerCase().slice(0, 30)}`;
+    const name = `origin-${label
+      .replace(/[^a-z]/gi, '')
+      .toLowerCase()
+      .slice(0, 30)}`;
     const w = await post(headers, name);
     expectProblem(w, 403, 'forbidden_origin');
     expect(w.headers['access-control-allow-origin']).toBeUndefined();
@@ -119,8 +130,24 @@ describe('no CORS, ever', () => {
     ['GET', '/metrics', {}],
     ['GET', '/v1/nope', {}],
     ['GET', '/v1/snippets', {}],
-    ['OPTIONS', '/v1/snippets', { origin: 'http://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' }],
-    ['OPTIONS', '/v1/snippets', { origin: 'http://127.0.0.1:PORT', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' }],
+    [
+      'OPTIONS',
+      '/v1/snippets',
+      {
+        origin: 'http://evil.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    ],
+    [
+      'OPTIONS',
+      '/v1/snippets',
+      {
+        origin: 'http://127.0.0.1:PORT',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    ],
     ['OPTIONS', '/v1/invoke/x', { origin: 'null', 'access-control-request-method': 'POST' }],
     ['OPTIONS', '/_emu/tenants', { origin: 'http://evil.example', 'access-control-request-method': 'POST' }],
     ['OPTIONS', '/healthz', {}],
@@ -160,7 +187,11 @@ describe('credentials', () => {
     }
     // writes too, and nothing happens
     expectProblem(await core.call('POST', '/_emu/tenants', { name: 'sneaky' }, { key: core.key }), 401, 'unauthenticated');
-    expectProblem(await core.call('PATCH', '/_emu/tenants/local/limits', { max_memory_mb: 4096 }, { key: core.key }), 401, 'unauthenticated');
+    expectProblem(
+      await core.call('PATCH', '/_emu/tenants/local/limits', { max_memory_mb: 4096 }, { key: core.key }),
+      401,
+      'unauthenticated',
+    );
     expectProblem(await core.call('POST', '/_emu/tenants/local/keys', undefined, { key: core.key }), 401, 'unauthenticated');
     const tenants = await core.call('GET', '/_emu/tenants', undefined, { key: core.admin });
     expect(tenants.json.data.map((t: { name: string }) => t.name)).not.toContain('sneaky');
@@ -193,7 +224,9 @@ describe('credentials', () => {
     expectProblem(await core.call('POST', '/v1/snippets', { name: 'no-key', runtime: 'bun' }, { key: core.admin }), 401, 'unauthenticated');
     expect(await snippetNames()).not.toContain('no-key');
     // the scheme is case-insensitive (RFC 7235)
-    expect((await core.call('GET', '/v1/snippets', undefined, { key: null, headers: { authorization: `bearer ${core.key}` } })).status).toBe(200);
+    expect(
+      (await core.call('GET', '/v1/snippets', undefined, { key: null, headers: { authorization: `bearer ${core.key}` } })).status,
+    ).toBe(200);
   });
 
   it('emulator.json is mode 0600 and holds port, pid and admin_token; secret.key is 0600 too', async () => {
@@ -251,7 +284,7 @@ describe('logs', () => {
     ];
     const keysCreated: string[] = [];
     for (const [m, p, b, o] of steps) {
-      const r = await core.call(m, p, b, o as never);
+      const r = await core.call(m, p, b, o);
       if (r.json?.key && typeof r.json.key === 'string' && r.json.key.startsWith('svc_')) keysCreated.push(r.json.key);
     }
     const rot = await core.call('POST', '/v1/tenant/webhook-secret');

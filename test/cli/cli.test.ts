@@ -63,9 +63,24 @@ describe('without a running core (on the data dir’s files)', () => {
     expect(limits, limits.stderr).toMatchObject({ code: 0, stderr: '' });
     expect(limits.stdout).toMatch(/max_memory_mb\s+512/);
 
-    const limitsJson = await cli(['tenant', 'limits', 'acme', '--timeout-ms', '30000', '--max-cpu-percent', '50', '--max-concurrency', '3', '--json', ...dd]);
+    const limitsJson = await cli([
+      'tenant',
+      'limits',
+      'acme',
+      '--timeout-ms',
+      '30000',
+      '--max-cpu-percent',
+      '50',
+      '--max-concurrency',
+      '3',
+      '--json',
+      ...dd,
+    ]);
     expect(limitsJson.code).toBe(0);
-    expect(JSON.parse(limitsJson.stdout)).toEqual({ tenant: 'acme', caps: { timeout_ms: 30000, max_memory_mb: 512, max_cpu_percent: 50, max_concurrency: 3 } });
+    expect(JSON.parse(limitsJson.stdout)).toEqual({
+      tenant: 'acme',
+      caps: { timeout_ms: 30000, max_memory_mb: 512, max_cpu_percent: 50, max_concurrency: 3 },
+    });
 
     const show = await cli(['tenant', 'limits', 'acme', '--json', ...dd]); // no flag: shows the caps
     expect(show.code).toBe(0);
@@ -119,6 +134,25 @@ describe('without a running core (on the data dir’s files)', () => {
     const human = await cli(['doctor']);
     expect(human.code).toBe(0);
     expect(human.stdout).toContain('cgroups');
+    if (rep.sandbox.bubblewrap)
+      expect(human.stdout).toMatch(/snippet +host uid [1-9]\d* \(.*\), no capabilities, no_new_privs on, seccomp filter\n/);
+    // The limits line names the backend once (its reason starts with the name).
+    const limits = /^limits +(.*)$/m.exec(human.stdout)?.[1] ?? '';
+    expect(limits.startsWith(rep.limits.backend), limits).toBe(true);
+    expect(limits.split(rep.limits.backend).length - 1, limits).toBe(1);
+  });
+
+  it('--version prints the version (and --json as an object); --version V still names a snippet version elsewhere', async () => {
+    const v = await cli(['--version']);
+    expect(v.code, v.stderr).toBe(0);
+    expect(v.stdout).toMatch(/^svc-emu \d+\.\d+\.\d+\n$/);
+    const j = await cli(['--version', '--json']);
+    expect(j.code, j.stderr).toBe(0);
+    expect(JSON.parse(j.stdout)).toEqual({ version: v.stdout.trim().split(' ')[1] });
+    const usage = await cli(['--help']);
+    expect(usage.stdout).toContain('svc-emu --version');
+    const deploy = await cli(['deploy', 'x', '--version']); // a snippet version with no value: a usage error, not the version
+    expect(deploy.code).toBe(2);
   });
 
   it('--help prints usage and exits 0; no command prints usage and exits 2', async () => {
@@ -248,12 +282,21 @@ describe('with a running core on the data dir (through /_emu)', () => {
     expect(caps1.json).toEqual({ ...DEFAULT_CAPS, max_memory_mb: 512 });
     // and the new cap is enforced at once
     expect((await core.call('POST', '/v1/snippets', { name: 's', runtime: 'bun' }, { key: k })).status).toBe(201);
-    const over = await core.call('POST', '/v1/snippets/s/versions', { code: 'export default async function handler(){return {}}', max_memory_mb: 513 }, { key: k });
+    const over = await core.call(
+      'POST',
+      '/v1/snippets/s/versions',
+      { code: 'export default async function handler(){return {}}', max_memory_mb: 513 },
+      { key: k },
+    );
     expect(over.status).toBe(422);
     expect(over.json.code).toBe('limit_exceeds_tenant_cap');
 
     const list = await cli(['tenant', 'list', '--json', ...dd]);
-    expect(JSON.parse(list.stdout).data.map((t: { name: string }) => t.name).sort()).toEqual(['acme', 'local']);
+    expect(
+      JSON.parse(list.stdout)
+        .data.map((t: { name: string }) => t.name)
+        .sort(),
+    ).toEqual(['acme', 'local']);
 
     // the core still owns the data dir: the CLI never took the lock
     expect(await readFile(join(dir, 'emulator.json'), 'utf8')).toBe(lockBefore);
@@ -327,7 +370,7 @@ describe('serve', () => {
     const dir = await newDir();
     let signal!: (s: string) => void;
     const { io, out } = captureIO(dir, () => new Promise<string>((res) => (signal = res)));
-    const done = main(['serve', '--port', '0', '--data-dir', dir], io);
+    const done = main(['serve', '--port', '0', '--spares', 'plain', '--data-dir', dir], io);
 
     const deadline = Date.now() + 15_000;
     while (!out.stdout.includes('Press Ctrl+C') && Date.now() < deadline) {
@@ -365,7 +408,7 @@ describe('serve', () => {
 
     // a second serve on the same data dir shows the same key again, not a new one
     const again = captureIO(dir, () => Promise.resolve('SIGINT'));
-    expect(await main(['serve', '--port', '0', '--json', '--data-dir', dir], again.io)).toBe(0);
+    expect(await main(['serve', '--port', '0', '--spares', 'plain', '--json', '--data-dir', dir], again.io)).toBe(0);
     const j = JSON.parse(again.out.stdout.trim().split('\n')[0]!);
     expect(j).toMatchObject({ api_key: key, tenant: 'local', first_start: false });
     expect(j.gui_url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=emu_[0-9A-Za-z]{40}$/);

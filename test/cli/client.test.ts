@@ -52,18 +52,25 @@ describe('with a running core', () => {
       const v = await core.call('POST', `/v1/snippets/${name}/versions`, { code, max_memory_mb: 128 });
       expect(v.status, v.text).toBe(201);
     };
-    await create(
-      'hello',
-      'bun',
-      'export default async function handler(input) {\n  console.log("hello log line", input.name)\n  return { hello: input.name ?? "world", nested: { n: 1 } }\n}\n',
-    );
+    const HELLO_V1 =
+      'export default async function handler(input) {\n  console.log("hello log line", input.name)\n  return { hello: input.name ?? "world", nested: { n: 1 } }\n}\n';
+    await create('hello', 'bun', HELLO_V1);
+    await create('hello-deploy', 'bun', HELLO_V1);
     await create(
       'ticker',
       'bun',
       'export default async function* handler(input) {\n  yield { n: 1 }\n  await new Promise((r) => setTimeout(r, input.pause ?? 0))\n  yield { n: 2 }\n  return { ticks: 2 }\n}\n',
     );
-    await create('broken', 'bun', 'export default function handler(input) {\n  throw new Error("boom: " + (input.why ?? "no reason"))\n}\n');
-    await create('pyhello', 'python', 'def handler(input):\n    print("from python", input.get("name"))\n    return {"msg": "hi " + input.get("name", "there")}\n');
+    await create(
+      'broken',
+      'bun',
+      'export default function handler(input) {\n  throw new Error("boom: " + (input.why ?? "no reason"))\n}\n',
+    );
+    await create(
+      'pyhello',
+      'python',
+      'def handler(input):\n    print("from python", input.get("name"))\n    return {"msg": "hi " + input.get("name", "there")}\n',
+    );
   }, 60_000);
   afterAll(async () => {
     await core?.stop();
@@ -91,7 +98,14 @@ describe('with a running core', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
     const rec = JSON.parse(r.stdout);
-    expect(rec).toMatchObject({ snippet: 'hello', version: 1, env: null, status: 'succeeded', outcome: 'success', output: { hello: 'Bo' } });
+    expect(rec).toMatchObject({
+      snippet: 'hello',
+      version: 1,
+      env: null,
+      status: 'succeeded',
+      outcome: 'success',
+      output: { hello: 'Bo' },
+    });
     expect(rec.id).toMatch(/^inv_/);
     expect(rec.usage.duration_ms).toEqual(expect.any(Number));
   });
@@ -130,40 +144,41 @@ describe('with a running core', () => {
   });
 
   it('deploy then invoke --env dev runs that version; without --env the latest runs', async () => {
-    const v2 = await core.call('POST', '/v1/snippets/hello/versions', { code: 'export default () => ({ version: 2 })' });
+    // hello-deploy, not hello: the versions and deployments made here would change what the other tests' hello runs.
+    const v2 = await core.call('POST', '/v1/snippets/hello-deploy/versions', { code: 'export default () => ({ version: 2 })' });
     expect(v2.status, v2.text).toBe(201);
 
-    const d1 = await cli(['deploy', 'hello', '--version', '1', '--env', 'dev', ...dd]);
-    expect(d1, d1.stderr).toEqual({ code: 0, stdout: 'deployed hello v1 to dev (nothing ran there before)\n', stderr: '' });
+    const d1 = await cli(['deploy', 'hello-deploy', '--version', '1', '--env', 'dev', ...dd]);
+    expect(d1, d1.stderr).toEqual({ code: 0, stdout: 'deployed hello-deploy v1 to dev (nothing ran there before)\n', stderr: '' });
 
-    const onDev = await cli(['invoke', 'hello', '--env', 'dev', '--data', '{"name":"Dev"}', ...dd]);
+    const onDev = await cli(['invoke', 'hello-deploy', '--env', 'dev', '--data', '{"name":"Dev"}', ...dd]);
     expect(onDev.code, onDev.stderr).toBe(0);
     expect(JSON.parse(onDev.stdout)).toEqual({ hello: 'Dev', nested: { n: 1 } });
-    expect(onDev.stderr).toMatch(/— hello v1, env dev, \d+ ms/);
+    expect(onDev.stderr).toMatch(/— hello-deploy v1, env dev, \d+ ms/);
 
-    const latest = await cli(['invoke', 'hello', ...dd]);
+    const latest = await cli(['invoke', 'hello-deploy', ...dd]);
     expect(JSON.parse(latest.stdout)).toEqual({ version: 2 });
-    const pinned = await cli(['invoke', 'hello', '--version', '1', ...dd]);
+    const pinned = await cli(['invoke', 'hello-deploy', '--version', '1', ...dd]);
     expect(JSON.parse(pinned.stdout)).toMatchObject({ hello: 'world' });
-    expect(pinned.stderr).toMatch(/— hello v1, env none \(pinned\), \d+ ms/);
+    expect(pinned.stderr).toMatch(/— hello-deploy v1, env none \(pinned\), \d+ ms/);
 
-    const d2 = await cli(['deploy', 'hello', '--version', '2', '--env', 'dev', ...dd]);
-    expect(d2.stdout).toBe('deployed hello v2 to dev (was v1)\n');
-    const again = await cli(['deploy', 'hello', '--version', '2', '--env', 'dev', ...dd]);
-    expect(again.stdout).toBe('deployed hello v2 to dev (was v2 already)\n');
-    expect(JSON.parse((await cli(['invoke', 'hello', '--env', 'dev', ...dd])).stdout)).toEqual({ version: 2 });
+    const d2 = await cli(['deploy', 'hello-deploy', '--version', '2', '--env', 'dev', ...dd]);
+    expect(d2.stdout).toBe('deployed hello-deploy v2 to dev (was v1)\n');
+    const again = await cli(['deploy', 'hello-deploy', '--version', '2', '--env', 'dev', ...dd]);
+    expect(again.stdout).toBe('deployed hello-deploy v2 to dev (was v2 already)\n');
+    expect(JSON.parse((await cli(['invoke', 'hello-deploy', '--env', 'dev', ...dd])).stdout)).toEqual({ version: 2 });
 
-    const json = await cli(['deploy', 'hello', '--version', '1', '--env', 'staging', '--json', ...dd]);
+    const json = await cli(['deploy', 'hello-deploy', '--version', '1', '--env', 'staging', '--json', ...dd]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ env: 'staging', version: 1 });
 
     // Failures from the core: a missing version, an unknown environment.
-    const noVersion = await cli(['deploy', 'hello', '--version', '9', '--env', 'dev', ...dd]);
+    const noVersion = await cli(['deploy', 'hello-deploy', '--version', '9', '--env', 'dev', ...dd]);
     expect(noVersion.code).toBe(1);
     expect(noVersion.stderr).toMatch(/404 not_found/);
-    const noEnv = await cli(['invoke', 'hello', '--env', 'qa', ...dd]);
+    const noEnv = await cli(['invoke', 'hello-deploy', '--env', 'qa', ...dd]);
     expect(noEnv.code).toBe(1);
-    expect(noEnv.stderr).toMatch(/^svc-emu: invoke hello: .*\(404 not_found\)/);
+    expect(noEnv.stderr).toMatch(/^svc-emu: invoke hello-deploy: .*\(404 not_found\)/);
   });
 
   it('an unknown snippet exits 1 with the reason', async () => {
@@ -189,8 +204,16 @@ describe('with a running core', () => {
 
     const j = await cli(['invoke', 'ticker', '--stream', '--json', ...dd]);
     expect(j.code).toBe(0);
-    const events = j.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(events.map((e) => [e.id, e.event])).toEqual([[1, 'start'], [2, 'chunk'], [3, 'chunk'], [4, 'result']]);
+    const events = j.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(events.map((e) => [e.id, e.event])).toEqual([
+      [1, 'start'],
+      [2, 'chunk'],
+      [3, 'chunk'],
+      [4, 'result'],
+    ]);
 
     const failed = await cli(['invoke', 'broken', '--stream', ...dd]);
     expect(failed.code).toBe(1);
@@ -264,10 +287,23 @@ describe('no core running', () => {
     // The lock of a core that is gone (a pid that cannot be alive).
     await writeFile(
       join(stale, 'emulator.json'),
-      JSON.stringify({ kind: 'core', pid: 2 ** 22 + 7, pid_start: null, port: 1, url: 'http://127.0.0.1:1', admin_token: 'emu_x', started_at: new Date().toISOString(), version: '0' }),
+      JSON.stringify({
+        kind: 'core',
+        pid: 2 ** 22 + 7,
+        pid_start: null,
+        port: 1,
+        url: 'http://127.0.0.1:1',
+        admin_token: 'emu_x',
+        started_at: new Date().toISOString(),
+        version: '0',
+      }),
     );
     for (const d of [join(dir, 'missing'), dir, stale]) {
-      for (const argv of [['invoke', 'hello'], ['logs', 'inv_abc'], ['deploy', 'hello', '--version', '1', '--env', 'dev']]) {
+      for (const argv of [
+        ['invoke', 'hello'],
+        ['logs', 'inv_abc'],
+        ['deploy', 'hello', '--version', '1', '--env', 'dev'],
+      ]) {
         const r = await cli([...argv, '--data-dir', d]);
         expect(r.code, `${argv.join(' ')} on ${d}`).toBe(1);
         expect(r.stdout).toBe('');

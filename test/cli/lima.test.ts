@@ -17,7 +17,12 @@ afterAll(async () => {
 
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = { stdout: '', stderr: '' };
-  const io: CliIO = { stdout: (t) => void (out.stdout += t), stderr: (t) => void (out.stderr += t), cwd: '/', untilSignal: () => new Promise(() => {}) };
+  const io: CliIO = {
+    stdout: (t) => void (out.stdout += t),
+    stderr: (t) => void (out.stderr += t),
+    cwd: '/',
+    untilSignal: () => new Promise(() => {}),
+  };
   const code = await main(argv, io);
   return { code, ...out };
 }
@@ -25,7 +30,10 @@ async function cli(argv: string[]): Promise<{ code: number; stdout: string; stde
 async function setup(): Promise<{ fake: FakeLimactl; dir: string }> {
   const fake = await fakeLimactl();
   const dir = await tempDir('svc-emu-cli-lima-');
-  cleanups.push(() => fake.remove(), () => rm(dir, { recursive: true, force: true }));
+  cleanups.push(
+    () => fake.remove(),
+    () => rm(dir, { recursive: true, force: true }),
+  );
   return { fake, dir };
 }
 
@@ -34,11 +42,23 @@ describe('svc-emu lima, no core running', () => {
     const { fake, dir } = await setup();
     const missing = await cli(['lima', 'status', '--json', '--limactl', fake.path, '--data-dir', dir]);
     expect(missing.code, missing.stderr).toBe(0);
-    expect(JSON.parse(missing.stdout)).toEqual({ available: true, limactl: fake.path, limactl_version: '1.0.3', vm: { name: 'svc-emu', status: 'missing' }, operation: null });
+    expect(JSON.parse(missing.stdout)).toEqual({
+      available: true,
+      limactl: fake.path,
+      limactl_version: '1.0.3',
+      vm: { name: 'svc-emu', status: 'missing' },
+      operation: null,
+    });
 
     await fake.patch({ instances: { 'svc-emu': { status: 'Running', cpus: 4, memory: 8 * 1024 ** 3 } } });
     const running = await cli(['lima', 'status', '--json', '--limactl', fake.path, '--data-dir', dir]);
-    expect(JSON.parse(running.stdout).vm).toMatchObject({ name: 'svc-emu', status: 'Running', cpus: 4, memory: 8 * 1024 ** 3, arch: 'aarch64' });
+    expect(JSON.parse(running.stdout).vm).toMatchObject({
+      name: 'svc-emu',
+      status: 'Running',
+      cpus: 4,
+      memory: 8 * 1024 ** 3,
+      arch: 'aarch64',
+    });
 
     const human = await cli(['lima', 'status', '--limactl', fake.path, '--data-dir', dir]);
     expect(human.code).toBe(0);

@@ -42,7 +42,14 @@ export async function createVersion(core: TestCore, name: string, code: string, 
 }
 
 /** A snippet with one version; returns its name. */
-export async function snippet(core: TestCore, runtime: Runtime, prefix: string, code: string, opts: VersionOpts = {}, key?: string): Promise<string> {
+export async function snippet(
+  core: TestCore,
+  runtime: Runtime,
+  prefix: string,
+  code: string,
+  opts: VersionOpts = {},
+  key?: string,
+): Promise<string> {
   const name = uniqueName(`${prefix}-${runtime === 'bun' ? 'b' : 'p'}`);
   await createSnippet(core, runtime, name, key);
   await createVersion(core, name, code, opts, key);
@@ -104,7 +111,12 @@ export async function newTenant(core: TestCore, name: string): Promise<string> {
   return k.json.key as string;
 }
 
-export async function waitFor<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 5000, everyMs = 25): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 5000,
+  everyMs = 25,
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -1,5 +1,5 @@
 /**
- * The sandbox half of the egress proxy (issue 7 item 1; DESIGN.md "Parity sandbox", "Egress proxy"): with
+ * The sandbox half of the egress proxy (issue 7 item 1; docs/architecture.md "Parity sandbox", docs/egress-relay.md): with
  * `egressSocket`, every runner — spares too — gets SVC_EGRESS_SOCKET (bound into the bubblewrap sandbox at
  * /run/svc-egress.sock), relays its HTTP(S)_PROXY traffic there with the invocation's id in the preamble,
  * and under bubblewrap that is the only way out: a raw socket to the host gets nowhere. Real Bun and
@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi, type TestContext } from 'vitest';
 import { createExecutor, type Executor, type ExecutorJob } from '../../executor';
 import { PooledExecutor } from '../../executor/executor';
 import { LocalSandboxHost } from '../../executor/local-host';
@@ -46,11 +46,24 @@ function job(runtime: Runtime, input: Record<string, unknown>): ExecutorJob {
   };
 }
 
-async function run(executor: Executor, runtime: Runtime, input: Record<string, unknown>): Promise<{ id: string; output: any }> {
-  const j = job(runtime, input);
+async function run(
+  executor: Executor,
+  runtime: Runtime,
+  input: Record<string, unknown>,
+  snippetId?: string,
+): Promise<{ id: string; output: any }> {
+  const j = { ...job(runtime, input), ...(snippetId ? { snippetId } : {}) };
   const r = await executor.run(j, { onCall: async () => null });
   expect(r.outcome, `${runtime} ${JSON.stringify(input)}: ${JSON.stringify(r.error)}\n${r.logs}`).toBe('success');
   return { id: j.invocationId, output: r.output };
+}
+
+/** Until the executor has a spare runner of `runtime` ready; fails (rather than going on without one) after 20 s. */
+async function spareReady(executor: Executor, runtime: Runtime): Promise<void> {
+  await vi.waitFor(() => expect(executor.stats().spares?.ready[runtime] ?? 0, `a ready ${runtime} spare`).toBeGreaterThan(0), {
+    timeout: 20_000,
+    interval: 25,
+  });
 }
 
 /** A non-loopback IPv4 address of this host, if it has one. */
@@ -89,12 +102,20 @@ afterAll(async () => {
   for (const d of work) rmSync(d, { recursive: true, force: true });
 });
 
-/** The checks both sandbox modes share: the proxy is set, and every client goes through it. */
-function sharedChecks(name: string, get: () => { executor: Executor; socketInside: string } | null) {
+/**
+ * The checks both sandbox modes share: the proxy is set, and every client goes through it. `get` answers the
+ * executor, or why this mode cannot run here (the tests then skip with that reason). it.for, not it.each:
+ * only it.for hands the test its context (ctx.skip).
+ */
+function sharedChecks(name: string, get: () => { executor: Executor; socketInside: string } | string) {
+  const ready = (ctx: TestContext) => {
+    const got = get();
+    if (typeof got === 'string') ctx.skip(got);
+    return got;
+  };
   describe.each(['bun', 'python'] as const)(`${name}: %s`, (runtime) => {
-    it('the runner is told the socket and points the proxy variables at its relay', async () => {
-      if (!get()) return;
-      const { executor, socketInside } = get()!;
+    it('the runner is told the socket and points the proxy variables at its relay', async (ctx) => {
+      const { executor, socketInside } = ready(ctx);
       const { output } = await run(executor, runtime, { op: 'env' });
       expect(output.SVC_EGRESS_SOCKET).toBe(socketInside);
       expect(output.HTTP_PROXY).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -103,23 +124,21 @@ function sharedChecks(name: string, get: () => { executor: Executor; socketInsid
       expect(output.no_proxy).toBe('');
     });
 
-    it.each(FETCH[runtime])('%s reaches the proxy; the preamble names the invocation (SVC_INVOCATION_ID)', async (op) => {
-      if (!get()) return;
-      const { executor } = get()!;
+    it.for(FETCH[runtime])('%s reaches the proxy; the preamble names the invocation (SVC_INVOCATION_ID)', async (op, ctx) => {
+      const { executor } = ready(ctx);
       const { id, output } = await run(executor, runtime, { op, url: 'http://example.test/x' });
-      if (output.skipped) return console.warn(`  (${output.skipped})`);
+      if (output.skipped) ctx.skip(output.skipped);
       expect(output).toEqual({ status: 200, body: 'ok' });
       expect(egress.preambles).toContain(`SVC-EGRESS 1 ${id}`);
       expect(egress.requests.filter((r) => r.id === id).map((r) => r.line)).toEqual(['GET http://example.test/x HTTP/1.1']);
     });
 
-    it.each(FETCH[runtime])('%s to http://127.0.0.1:<port> goes through the proxy too', async (op) => {
-      if (!get()) return;
-      const { executor } = get()!;
+    it.for(FETCH[runtime])('%s to http://127.0.0.1:<port> goes through the proxy too', async (op, ctx) => {
+      const { executor } = ready(ctx);
       const hits = targetHits;
       const url = `http://127.0.0.1:${targetPort}/loop`;
       const { id, output } = await run(executor, runtime, { op, url });
-      if (output.skipped) return;
+      if (output.skipped) ctx.skip(output.skipped);
       expect(output).toEqual({ status: 200, body: 'ok' });
       expect(egress.requests.filter((r) => r.id === id).map((r) => r.target)).toEqual([url]);
       expect(targetHits).toBe(hits);
@@ -142,20 +161,21 @@ describe.skipIf(!installed)('egress under bubblewrap (createExecutor with egress
     await executor?.close();
   });
 
-  it.each(['bun', 'python'] as const)('%s: a spare runner, claimed by a cold start, has the way out too', async (runtime) => {
-    if (noSandbox) return;
-    for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+  it.for(['bun', 'python'] as const)('%s: a spare runner, claimed by a cold start, has the way out too', async (runtime, ctx) => {
+    if (noSandbox) ctx.skip(noSandbox);
+    await spareReady(executor, runtime);
     const claimed = executor.stats().spares?.claimed ?? 0;
-    const { id, output } = await run(executor, runtime, { op: FETCH[runtime][0], url: 'http://example.test/spare' });
+    // A snippet of its own: the shared checks' warm sandbox (the same snippet and bundle) would serve it otherwise.
+    const { id, output } = await run(executor, runtime, { op: FETCH[runtime][0], url: 'http://example.test/spare' }, `spare-${runtime}`);
     expect(executor.stats().spares?.claimed).toBe(claimed + 1);
     expect(output).toEqual({ status: 200, body: 'ok' });
     expect(egress.requests.find((r) => r.id === id)?.target).toBe('http://example.test/spare');
   });
 
-  sharedChecks('bwrap', () => (noSandbox ? null : { executor, socketInside: '/run/svc-egress.sock' }));
+  sharedChecks('bwrap', () => noSandbox ?? { executor, socketInside: '/run/svc-egress.sock' });
 
-  it.each(['bun', 'python'] as const)('%s: a raw socket to the host gets nowhere, while the proxy route works', async (runtime) => {
-    if (noSandbox) return;
+  it.for(['bun', 'python'] as const)('%s: a raw socket to the host gets nowhere, while the proxy route works', async (runtime, ctx) => {
+    if (noSandbox) ctx.skip(noSandbox);
     const hits = targetHits;
     const loop = await run(executor, runtime, { op: 'connect', host: '127.0.0.1', port: targetPort });
     expect(loop.output.ok).toBe(false);
@@ -186,10 +206,11 @@ describe.skipIf(!installed)('egress when the proxy listens only after the execut
     await late?.close();
   });
 
-  it('no socket yet → the relay answers 502; once it listens, the next sandbox (not the early spare) gets through', async () => {
-    if (executor.info.sandbox !== 'bwrap') return loudSkip('the late-socket egress test', 'no bubblewrap here');
+  it('no socket yet → the relay answers 502; once it listens, the next sandbox (not the early spare) gets through', async (ctx) => {
+    if (executor.info.sandbox !== 'bwrap')
+      ctx.skip(`no bubblewrap here: the executor's sandbox is ${JSON.stringify(executor.info.sandbox)}`);
     for (const runtime of ['bun', 'python'] as const) {
-      for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+      await spareReady(executor, runtime);
       const early = { ...job(runtime, { op: FETCH[runtime][0], url: 'http://example.test/early' }), snippetId: `late-before-${runtime}` };
       const r = await executor.run(early, { onCall: async () => null });
       expect(r.outcome, r.logs).toBe('success');
@@ -197,7 +218,7 @@ describe.skipIf(!installed)('egress when the proxy listens only after the execut
     }
     // the spares made before the socket existed are refilled ahead too: let them be ready before it listens
     for (const runtime of ['bun', 'python'] as const) {
-      for (let i = 0; i < 200 && !(executor.stats().spares?.ready[runtime] ?? 0); i++) await new Promise((r) => setTimeout(r, 25));
+      await spareReady(executor, runtime);
     }
     late = await startFakeEgress({ path });
     for (const runtime of ['bun', 'python'] as const) {
@@ -208,24 +229,30 @@ describe.skipIf(!installed)('egress when the proxy listens only after the execut
   });
 });
 
+/** A sandbox host of this machine's runtimes with bubblewrap turned off, as `root` or a normal user would run it. */
+async function hostWithoutBwrap(o: { root: boolean; workDir: string; egressSocket?: string }): Promise<LocalSandboxHost> {
+  const runtime = await readRuntimeInfo(ROOT);
+  return new LocalSandboxHost({
+    backend: (await detectLimitBackend()).backend,
+    runtimes: {
+      bun: { bin: runtime.bun.bin, nodeModules: runtime.bun.nodeModules },
+      python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
+      runtimesDir: join(ROOT, 'executor', 'runtimes'),
+    },
+    workDir: o.workDir,
+    bwrap: null,
+    bwrapMissingReason: 'off in this test',
+    root: o.root,
+    spares: 0,
+    ...(o.egressSocket ? { egressSocket: o.egressSocket } : {}),
+  });
+}
+
 describe.skipIf(!installed)('egress without bubblewrap (sandbox none)', () => {
   let executor: Executor;
   beforeAll(async () => {
-    const backend = (await detectLimitBackend()).backend;
-    const runtime = await readRuntimeInfo(ROOT);
-    const host = new LocalSandboxHost({
-      backend,
-      runtimes: {
-        bun: { bin: runtime.bun.bin, nodeModules: runtime.bun.nodeModules },
-        python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
-        runtimesDir: join(ROOT, 'executor', 'runtimes'),
-      },
-      workDir: scratch('svc-egress-none-'),
-      bwrap: null,
-      bwrapMissingReason: 'off in this test',
-      spares: 0,
-      egressSocket: egress.path,
-    });
+    // The unsandboxed path as a normal user runs it (a root core refuses it: see the test below).
+    const host = await hostWithoutBwrap({ root: false, workDir: scratch('svc-egress-none-'), egressSocket: egress.path });
     await host.sweep();
     executor = new PooledExecutor({ host });
   }, 30_000);
@@ -249,6 +276,19 @@ describe.skipIf(!installed)('without egressSocket nothing changes', () => {
     const before = egress.requests.length;
     expect((await run(executor, runtime, { op: 'env' })).output).toEqual({});
     expect(egress.requests.length).toBe(before);
+  });
+
+  it('a root core without bubblewrap runs no snippet (it would be host root), and says why', async () => {
+    const host = await hostWithoutBwrap({ root: true, workDir: scratch('svc-egress-root-') });
+    expect(host.info.degraded.join('\n')).toMatch(/runs as root .* none run/);
+    const refusing = new PooledExecutor({ host });
+    try {
+      const r = await refusing.run(job('python', { op: 'env' }), { onCall: async () => null });
+      expect(r.outcome).toBe('failed');
+      expect(r.error?.message).toMatch(/snippets would run as host root/);
+    } finally {
+      await refusing.close();
+    }
   });
 
   it('a relative socket path is refused up front', () => {

@@ -7,7 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { expectProblem } from '../api/_util';
 import {
-  RUNTIMES, createSnippet, createVersion, deploy, invocationId, invoke, snippet, uniqueName, waitFor, type Code, type Runtime,
+  RUNTIMES,
+  createSnippet,
+  createVersion,
+  deploy,
+  invocationId,
+  invoke,
+  snippet,
+  uniqueName,
+  waitFor,
+  type Code,
+  type Runtime,
 } from './_helpers';
 
 let core: TestCore;
@@ -25,7 +35,9 @@ const HELLO: Code = {
 
 /** Returns which version runs (each version's code differs by its number). */
 const versionCode = (runtime: Runtime, n: number) =>
-  runtime === 'bun' ? `export default async function handler() {\n  return { v: ${n} };\n}\n` : `def handler(input):\n    return {"v": ${n}}\n`;
+  runtime === 'bun'
+    ? `export default async function handler() {\n  return { v: ${n} };\n}\n`
+    : `def handler(input):\n    return {"v": ${n}}\n`;
 
 /** Line 3 throws an error with the snippet's own message. */
 const THROWS: Code = {
@@ -68,7 +80,8 @@ const NOT_JSON_WHY: Record<Runtime, RegExp> = { bun: /BigInt/, python: /\bset\b/
 
 const PRINTS: Code = {
   bun: 'export default async function handler(input) {\n  console.log("out-line " + input.tag);\n  console.error("err-line " + input.tag);\n  return { printed: true };\n}\n',
-  python: 'import sys\n\ndef handler(input):\n    print("out-line " + input["tag"])\n    print("err-line " + input["tag"], file=sys.stderr)\n    return {"printed": True}\n',
+  python:
+    'import sys\n\ndef handler(input):\n    print("out-line " + input["tag"])\n    print("err-line " + input["tag"], file=sys.stderr)\n    return {"printed": True}\n',
 };
 
 /** Prints 2 MiB: 2048 lines of 1023 'x' + newline. */
@@ -149,14 +162,17 @@ describe.each(RUNTIMES)('%s: sync invoke', (runtime) => {
     expectProblem(await invoke(core, name, {}, { query: 'env=prod&version=9' }), 404, 'not_found');
   });
 
-  it.each(['bogus', 'ASYNC', 'async,stream', 'sync'])('X-Invoke-Mode: %s (not absent, async or stream) → 400; nothing runs', async (mode) => {
-    const name = await snippet(core, runtime, 'mode', HELLO[runtime]);
-    const r = await invoke(core, name, {}, { headers: { 'x-invoke-mode': mode } });
-    expectProblem(r, 400, 'validation_failed');
-    const list = await core.call('GET', `/v1/invocations?snippet=${name}`);
-    expect(list.status, list.text).toBe(200);
-    expect(list.json.data).toEqual([]);
-  });
+  it.each(['bogus', 'ASYNC', 'async,stream', 'sync'])(
+    'X-Invoke-Mode: %s (not absent, async or stream) → 400; nothing runs',
+    async (mode) => {
+      const name = await snippet(core, runtime, 'mode', HELLO[runtime]);
+      const r = await invoke(core, name, {}, { headers: { 'x-invoke-mode': mode } });
+      expectProblem(r, 400, 'validation_failed');
+      const list = await core.call('GET', `/v1/invocations?snippet=${name}`);
+      expect(list.status, list.text).toBe(200);
+      expect(list.json.data).toEqual([]);
+    },
+  );
 
   it("handler error → 500 handler_error with invocation_id, the snippet's message and a stack naming its file and line", async () => {
     const name = await snippet(core, runtime, 'throws', THROWS[runtime]);
@@ -253,8 +269,14 @@ describe.each(RUNTIMES)('%s: sync invoke', (runtime) => {
     expect(rec.status, rec.text).toBe(200);
     const v = rec.json;
     expect(v).toMatchObject({
-      id, snippet: name, version: 1, mode: 'sync', status: 'succeeded', outcome: 'success',
-      output: { hello: 'world', runtime, input: { x: 1 } }, error: null,
+      id,
+      snippet: name,
+      version: 1,
+      mode: 'sync',
+      status: 'succeeded',
+      outcome: 'success',
+      output: { hello: 'world', runtime, input: { x: 1 } },
+      error: null,
     });
     for (const f of ['duration_ms', 'init_ms', 'cpu_ms', 'cpu_throttled_ms', 'peak_memory_mb']) {
       expect(typeof v.usage?.[f], `usage.${f}`).toBe('number');
@@ -274,7 +296,13 @@ describe.each(RUNTIMES)('%s: sync invoke', (runtime) => {
     const good = await snippet(core, runtime, 'list-good', HELLO[runtime]);
     const bad = await snippet(core, runtime, 'list-bad', THROWS[runtime]);
     const ids: { id: string; name: string; ok: boolean }[] = [];
-    for (const [name, isOk] of [[good, true], [bad, false], [good, true], [bad, false], [good, true]] as const) {
+    for (const [name, isOk] of [
+      [good, true],
+      [bad, false],
+      [good, true],
+      [bad, false],
+      [good, true],
+    ] as const) {
       const r = await invoke(core, name, { n: 1 });
       expect(r.status, r.text).toBe(isOk ? 200 : 500);
       ids.push({ id: invocationId(r), name, ok: isOk });
@@ -284,17 +312,32 @@ describe.each(RUNTIMES)('%s: sync invoke', (runtime) => {
       expect(res.json.data.map((x: { id: string }) => x.id)).toEqual(want);
     };
     const newestFirst = [...ids].reverse();
-    expectIds(await core.call('GET', `/v1/invocations?snippet=${good}`), newestFirst.filter((x) => x.name === good).map((x) => x.id));
-    expectIds(await core.call('GET', `/v1/invocations?snippet=${bad}`), newestFirst.filter((x) => x.name === bad).map((x) => x.id));
-    expectIds(await core.call('GET', `/v1/invocations?snippet=${bad}&status=failed`), newestFirst.filter((x) => !x.ok).map((x) => x.id));
+    expectIds(
+      await core.call('GET', `/v1/invocations?snippet=${good}`),
+      newestFirst.filter((x) => x.name === good).map((x) => x.id),
+    );
+    expectIds(
+      await core.call('GET', `/v1/invocations?snippet=${bad}`),
+      newestFirst.filter((x) => x.name === bad).map((x) => x.id),
+    );
+    expectIds(
+      await core.call('GET', `/v1/invocations?snippet=${bad}&status=failed`),
+      newestFirst.filter((x) => !x.ok).map((x) => x.id),
+    );
     expectIds(await core.call('GET', `/v1/invocations?snippet=${good}&status=failed`), []);
-    expectIds(await core.call('GET', `/v1/invocations?snippet=${good}&status=succeeded`), newestFirst.filter((x) => x.ok).map((x) => x.id));
+    expectIds(
+      await core.call('GET', `/v1/invocations?snippet=${good}&status=succeeded`),
+      newestFirst.filter((x) => x.ok).map((x) => x.id),
+    );
 
     // Page by page (limit 2, following next_cursor): the same newest-first order, nothing repeated or lost.
     const paged: string[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < 10; i++) {
-      const page = await core.call('GET', `/v1/invocations?snippet=${good}&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await core.call(
+        'GET',
+        `/v1/invocations?snippet=${good}&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(page.status, page.text).toBe(200);
       expect(page.json.data.length).toBeLessThanOrEqual(2);
       paged.push(...page.json.data.map((x: { id: string }) => x.id));

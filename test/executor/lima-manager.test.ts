@@ -39,7 +39,13 @@ describe('LimaManager status', () => {
   it('no VM yet: available, limactl and its version, vm missing, no operation', async () => {
     const { manager, fake } = await setup();
     const s = await manager.status();
-    expect(s).toEqual({ available: true, limactl: fake.path, limactl_version: '1.0.3', vm: { name: 'svc-emu', status: 'missing' }, operation: null });
+    expect(s).toEqual({
+      available: true,
+      limactl: fake.path,
+      limactl_version: '1.0.3',
+      vm: { name: 'svc-emu', status: 'missing' },
+      operation: null,
+    });
   });
 
   it('a created VM: Lima’s fields (sizes in bytes), other instances ignored', async () => {
@@ -78,7 +84,13 @@ describe('LimaManager status', () => {
 
   it('parses Lima’s list: one object per line, an array, errors; rejects a wrong shape', () => {
     const two = '{"name":"a","status":"Running","memory":1024}\n\n{"name":"b","status":"","errors":["x"]}\n';
-    expect(parseInstanceList(two)).toEqual({ ok: true, instances: [{ name: 'a', status: 'Running', memory: 1024 }, { name: 'b', status: '', errors: ['x'] }] });
+    expect(parseInstanceList(two)).toEqual({
+      ok: true,
+      instances: [
+        { name: 'a', status: 'Running', memory: 1024 },
+        { name: 'b', status: '', errors: ['x'] },
+      ],
+    });
     expect(parseInstanceList('[{"name":"a","status":"Stopped"}]')).toMatchObject({ ok: true, instances: [{ name: 'a' }] });
     expect(parseInstanceList('')).toEqual({ ok: true, instances: [] });
     const bad = parseInstanceList('{"name":"a","status":3}');
@@ -104,7 +116,11 @@ describe('LimaManager operations', () => {
     manager.onLine((l) => lines.push(l));
 
     const op = await manager.create();
-    expect(op).toMatchObject({ kind: 'create', state: 'running', command: [fake.path, 'create', '--tty=false', '--name', 'svc-emu', expect.stringMatching(/svc-emu\.yaml$/)] });
+    expect(op).toMatchObject({
+      kind: 'create',
+      state: 'running',
+      command: [fake.path, 'create', '--tty=false', '--name', 'svc-emu', expect.stringMatching(/svc-emu\.yaml$/)],
+    });
     expect((await manager.status()).operation?.state).toBe('running');
     const created = await manager.wait()!;
     expect(created.state, created.log.join('\n')).toBe('succeeded');
@@ -137,7 +153,11 @@ describe('LimaManager operations', () => {
     expect(await manager.wait()).toMatchObject({ kind: 'stop', state: 'succeeded' });
     expect((await manager.status()).vm.status).toBe('Stopped');
     expect((await refusal(manager.stop())).code).toBe('vm_not_running');
-    expect((await fake.state()).calls.filter((c) => c[0] !== 'list' && c[0] !== '--version').map((c) => c[0])).toEqual(['create', 'start', 'stop']);
+    expect((await fake.state()).calls.filter((c) => c[0] !== 'list' && c[0] !== '--version').map((c) => c[0])).toEqual([
+      'create',
+      'start',
+      'stop',
+    ]);
   });
 
   it('one operation at a time: a second one, even while the first is being checked, is refused', async () => {

@@ -96,7 +96,10 @@ function ours(dir: string, groupIds: string[]): Proc[] {
     (p) =>
       p.pid !== process.pid &&
       !children.some((c) => c.pid === p.pid) &&
-      (p.cmdline.includes(dir) || p.cgroup.split('\n').some((l) => l.includes('/svc-emu/') && groupIds.some((id) => groupNamed(l.slice(l.lastIndexOf('/') + 1), id)))),
+      (p.cmdline.includes(dir) ||
+        p.cgroup
+          .split('\n')
+          .some((l) => l.includes('/svc-emu/') && groupIds.some((id) => groupNamed(l.slice(l.lastIndexOf('/') + 1), id)))),
   );
 }
 
@@ -106,7 +109,8 @@ const isRunner = (p: Proc) => {
   return RUNNER_SCRIPTS.some((s) => p.cmdline.includes(s)) && !/(^|\/)(sh|bash|dash|bwrap)$/.test(argv0);
 };
 
-const describeProcs = (ps: Proc[]) => ps.map((p) => `${p.pid} [${p.cgroup.split('\n').find((l) => l.includes('svc-emu')) ?? '-'}] ${p.cmdline.slice(0, 300)}`).join('\n');
+const describeProcs = (ps: Proc[]) =>
+  ps.map((p) => `${p.pid} [${p.cgroup.split('\n').find((l) => l.includes('svc-emu')) ?? '-'}] ${p.cmdline.slice(0, 300)}`).join('\n');
 
 /**
  * A limit group is named after the core that made it (`c<core pid>-…`): after the invocation that
@@ -129,9 +133,11 @@ function groupDirs(groupIds: string[]): string[] {
   const found: string[] = [];
   const walk = (dir: string, depth: number) => {
     if (depth > 4) return;
-    let entries: string[] = [];
+    let entries: string[];
     try {
-      entries = readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+      entries = readdirSync(dir, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
     } catch {
       return;
     }
@@ -153,7 +159,6 @@ function groupsWithProcs(groupIds: string[]): string[] {
   });
 }
 
-
 /**
  * Starts a core in its own process with busy Bun and Python runs in flight, stops it with `signal`, and
  * waits up to 3 s for every process of it to be gone. Returns what is left and the cgroup evidence.
@@ -167,12 +172,12 @@ async function busyCoreThen(signal: 'SIGKILL' | 'SIGTERM') {
   });
   children.push(proc);
   let stderr = '';
-  proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
     proc.once('exit', (code, sig) => res({ code, signal: sig })),
   );
   const line = await Promise.race([
-    new Promise<string>((res) => createInterface({ input: proc.stdout! }).once('line', res)),
+    new Promise<string>((res) => createInterface({ input: proc.stdout }).once('line', res)),
     exited.then((e) => Promise.reject(new Error(`core process exited (${JSON.stringify(e)}) before it listened:\n${stderr}`))),
     new Promise<string>((_, rej) => setTimeout(() => rej(new Error(`core process did not start in 20 s:\n${stderr}`)), 20_000)),
   ]);
@@ -226,8 +231,8 @@ async function busyCoreThen(signal: 'SIGKILL' | 'SIGTERM') {
   expect(how, `the core exits on ${signal}:\n${stderr.slice(-2000)}`).not.toBeNull();
   const stoppedAt = Date.now();
 
-  let left: Proc[] = [];
-  let groups: string[] = [];
+  let left: Proc[];
+  let groups: string[];
   for (;;) {
     left = ours(info.data_dir, running);
     // The exact processes seen before (pid + start time), whatever their cmdline looks like now.
@@ -237,14 +242,28 @@ async function busyCoreThen(signal: 'SIGKILL' | 'SIGTERM') {
     await new Promise((r) => setTimeout(r, 50));
   }
   const results = await Promise.all(pending);
-  return { how, left, groups, before, running, cgroups, results, stoppedAt, describe: () => describeProcs(left), beforeText: () => describeProcs(before) };
+  return {
+    how,
+    left,
+    groups,
+    before,
+    running,
+    cgroups,
+    results,
+    stoppedAt,
+    describe: () => describeProcs(left),
+    beforeText: () => describeProcs(before),
+  };
 }
 
 describe('no runner outlives the core', () => {
   it('SIGKILL the core during busy Bun and Python runs: within ~3 s no runner process and no populated cgroup of it remain', async () => {
     const r = await busyCoreThen('SIGKILL');
     expect(r.how?.signal).toBe('SIGKILL');
-    expect(r.left, `processes of the killed core still alive ${Date.now() - r.stoppedAt} ms later:\n${r.describe()}\nbefore the kill:\n${r.beforeText()}`).toEqual([]);
+    expect(
+      r.left,
+      `processes of the killed core still alive ${Date.now() - r.stoppedAt} ms later:\n${r.describe()}\nbefore the kill:\n${r.beforeText()}`,
+    ).toEqual([]);
     expect(r.groups, 'cgroups of the killed core that still hold processes').toEqual([]);
     for (const x of r.results) expect(x instanceof Error || x.status >= 500, 'the pending calls ended').toBe(true);
   }, 60_000);

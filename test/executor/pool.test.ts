@@ -7,8 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { expectProblem } from '../api/_util';
 import {
-  RUNTIMES, createSnippet, createVersion, deploy, emuInvocation, executorInfo, invocationId, invoke, newTenant, snippet,
-  uniqueName, waitFor, type Code, type InvokeOpts,
+  RUNTIMES,
+  createSnippet,
+  createVersion,
+  deploy,
+  emuInvocation,
+  executorInfo,
+  invocationId,
+  invoke,
+  newTenant,
+  snippet,
+  uniqueName,
+  waitFor,
+  type Code,
+  type InvokeOpts,
 } from './_helpers';
 
 let core: TestCore;
@@ -50,7 +62,11 @@ def handler(input):
 };
 
 /** Invokes; returns the module id of the sandbox that ran it and whether the run was warm. */
-async function whoRan(name: string, o: InvokeOpts = {}, input: Record<string, unknown> = {}): Promise<{ module: string; warm: boolean; version: string }> {
+async function whoRan(
+  name: string,
+  o: InvokeOpts = {},
+  input: Record<string, unknown> = {},
+): Promise<{ module: string; warm: boolean; version: string }> {
   const r = await invoke(core, name, input, o);
   expect(r.status, r.text).toBe(200);
   expect(typeof r.json.module).toBe('string');
@@ -171,7 +187,8 @@ describe.each(RUNTIMES)('%s warm pool', (runtime) => {
     await deploy(core, name, 'prod', 2);
     const done = await running;
     expect([done.version, done.module, done.warm], 'the busy run finishes in its warm v1 sandbox').toEqual(['1', warmV1.module, true]);
-    await new Promise((r) => setTimeout(r, 200));
+    // No wait needed: the deploy marked the busy sandbox retiring (PooledExecutor.retire, executor/executor.ts), and
+    // the run destroys rather than pools it before its result (and so this response) exists.
     const pinnedV1 = await whoRan(name, { query: 'version=1' });
     expect(pinnedV1.warm, 'v1 is no longer deployed: its sandbox was retired when the run ended, not kept warm').toBe(false);
     expect(pinnedV1.module).not.toBe(warmV1.module);

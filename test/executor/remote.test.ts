@@ -4,13 +4,42 @@
  * so the whole remote path — agent, multiplexed protocol, bundles pushed over the stream — is tested on
  * Linux with real runtimes and real limits; only `limactl shell` itself is not exercised.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEmulator, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 import { limaAgentArgv, limaTemplate } from '../../executor';
+import { spawnAgent } from '../../executor/remote';
+import { sandboxHostConformance } from '../conformance/sandbox-host';
 import { PROJECT_ROOT, request, tempDir } from '../helpers/core';
+
+const readOr = (path: string) => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+};
+/** Not gone and not a zombie. */
+const running = (pid: string) => {
+  const stat = readOr(`/proc/${pid}/stat`);
+  const state = stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  return state !== undefined && state !== 'Z' && state !== 'X';
+};
+
+/** The agent as the Lima transport runs it, minus `limactl shell`: through a plain shell on this host. */
+const shellAgentArgv = (bun: string, work: string) => [
+  '/bin/sh',
+  '-c',
+  'exec "$0" "$@"',
+  bun,
+  join(PROJECT_ROOT, 'executor', 'agent.ts'),
+  '--root',
+  PROJECT_ROOT,
+  '--work',
+  work,
+];
 
 const lock = join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json');
 const installed = existsSync(lock);
@@ -27,7 +56,7 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
       port: 0,
       projectRoot: PROJECT_ROOT,
       logger: jsonLogger(() => {}),
-      executorAgent: ['/bin/sh', '-c', 'exec "$0" "$@"', bun, join(PROJECT_ROOT, 'executor', 'agent.ts'), '--root', PROJECT_ROOT, '--work', work],
+      executorAgent: shellAgentArgv(bun, work),
     });
     call = (m, p, b, h) => request(emu.url, m, p, b, { defaultKey: emu.localApiKey!, headers: h });
   }, 60_000);
@@ -41,9 +70,30 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
     expect(r.json.transport).toMatch(/^agent: /);
   });
 
+  it('starts no runner of its own beside the agent (the local host only finds the runtimes)', () => {
+    const children = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid) && running(pid))
+      .filter((pid) => {
+        const stat = readOr(`/proc/${pid}/stat`) ?? '';
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid;
+      })
+      .map((pid) => (readOr(`/proc/${pid}/cmdline`) ?? '').split('\0').join(' '));
+    expect(
+      children.some((c) => c.includes('agent.ts')),
+      children.join('\n'),
+    ).toBe(true);
+    expect(children.filter((c) => /bwrap|runner\.ts|svc_runner/.test(c))).toEqual([]);
+  });
+
   it.each([
-    ['bun', 'export default async function handler(input) { return { hello: input.name, runtime: "bun", secret: process.env.REMOTE_SECRET ?? null } }\n'],
-    ['python', 'import os\ndef handler(input):\n    return {"hello": input["name"], "runtime": "python", "secret": os.environ.get("REMOTE_SECRET")}\n'],
+    [
+      'bun',
+      'export default async function handler(input) { return { hello: input.name, runtime: "bun", secret: process.env.REMOTE_SECRET ?? null } }\n',
+    ],
+    [
+      'python',
+      'import os\ndef handler(input):\n    return {"hello": input["name"], "runtime": "python", "secret": os.environ.get("REMOTE_SECRET")}\n',
+    ],
   ])('%s: hello, an edited secret reaching the warm sandbox, and a handler error with its stack', async (runtime, code) => {
     const name = `remote-${runtime}`;
     expect((await call('POST', '/v1/snippets', { name, runtime })).status).toBe(201);
@@ -55,10 +105,15 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
     expect((await call('PUT', '/v1/secrets/REMOTE_SECRET', { value: 'two' })).status).toBe(200);
     const second = await call('POST', `/v1/invoke/${name}`, { name: 'b' });
     expect(second.json).toEqual({ hello: 'b', runtime, secret: 'two' });
-    const rec = await call('GET', `/_emu/invocations/${second.headers.get('x-invocation-id')}`, undefined, { authorization: `Bearer ${emu.adminToken}` });
+    const rec = await call('GET', `/_emu/invocations/${second.headers.get('x-invocation-id')}`, undefined, {
+      authorization: `Bearer ${emu.adminToken}`,
+    });
     expect(rec.json.warm).toBe(true);
 
-    const broken = runtime === 'bun' ? 'export default async function handler() {\n  throw new Error("remote boom");\n}\n' : 'def handler(input):\n    raise ValueError("remote boom")\n';
+    const broken =
+      runtime === 'bun'
+        ? 'export default async function handler() {\n  throw new Error("remote boom");\n}\n'
+        : 'def handler(input):\n    raise ValueError("remote boom")\n';
     expect((await call('POST', `/v1/snippets/${name}/versions`, { code: broken })).status).toBe(201);
     const err = await call('POST', `/v1/invoke/${name}`, {});
     expect(err.status).toBe(500);
@@ -67,9 +122,31 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
     expect(err.json.stack).toMatch(runtime === 'bun' ? /index\.ts:2/ : /main\.py", line 2/);
   });
 
+  it('behind the agent too, a background child of an invocation is gone when it answers (reap is forwarded)', async () => {
+    const mark = `86400.${Math.floor(Math.random() * 1e8)}`;
+    const code = `import subprocess\ndef handler(input):\n    child = subprocess.Popen(["sleep", "${mark}"])\n    return {"alive": child.poll() is None}\n`;
+    expect((await call('POST', '/v1/snippets', { name: 'remote-reap', runtime: 'python' })).status).toBe(201);
+    expect((await call('POST', '/v1/snippets/remote-reap/versions', { code })).status).toBe(201);
+    for (let round = 0; round < 2; round++) {
+      const r = await call('POST', '/v1/invoke/remote-reap', {});
+      expect(r.status, r.text).toBe(200);
+      expect(r.json.alive, 'precondition: the child was running when the handler returned').toBe(true);
+      const left = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && running(d) && (readOr(`/proc/${d}/cmdline`) ?? '').includes(mark));
+      expect(left, 'processes the invocation started').toEqual([]);
+    }
+  });
+
   it('a timeout and an OOM kill behind the agent are classified as on the host', async () => {
     expect((await call('POST', '/v1/snippets', { name: 'remote-limits', runtime: 'python' })).status).toBe(201);
-    expect((await call('POST', '/v1/snippets/remote-limits/versions', { code: 'def handler(input):\n    if input.get("oom"):\n        b = bytearray(400 * 1024 * 1024)\n    while True:\n        pass\n', timeout_ms: 1000, max_memory_mb: 64 })).status).toBe(201);
+    expect(
+      (
+        await call('POST', '/v1/snippets/remote-limits/versions', {
+          code: 'def handler(input):\n    if input.get("oom"):\n        b = bytearray(400 * 1024 * 1024)\n    while True:\n        pass\n',
+          timeout_ms: 1000,
+          max_memory_mb: 64,
+        })
+      ).status,
+    ).toBe(201);
     const t0 = performance.now();
     const timeout = await call('POST', '/v1/invoke/remote-limits', {});
     const took = performance.now() - t0;
@@ -84,7 +161,8 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
 
   it('the store reached from a snippet behind the agent is the tenant store', async () => {
     expect((await call('POST', '/v1/snippets', { name: 'remote-store', runtime: 'bun' })).status).toBe(201);
-    const code = 'import { store } from "@svc/store";\nexport default async function handler() {\n  const n = ((await store.get("remote-n")) ?? 0) + 1;\n  await store.set("remote-n", n);\n  return { n };\n}\n';
+    const code =
+      'import { store } from "@svc/store";\nexport default async function handler() {\n  const n = ((await store.get("remote-n")) ?? 0) + 1;\n  await store.set("remote-n", n);\n  return { n };\n}\n';
     expect((await call('POST', '/v1/snippets/remote-store/versions', { code })).status).toBe(201);
     expect((await call('POST', '/v1/invoke/remote-store', {})).json).toEqual({ n: 1 });
     expect((await call('POST', '/v1/invoke/remote-store', {})).json).toEqual({ n: 2 });
@@ -124,11 +202,26 @@ describe.skipIf(!installed)('the agent survives bad requests', () => {
     const served = serveAgent(host, input, output);
     input.write(JSON.stringify({ op: 'sample', rid: 1, sid: 'nope' }) + '\n');
     input.write(JSON.stringify({ op: 'hello', rid: 2 }) + '\n');
-    await new Promise((r) => setTimeout(r, 100));
-    const answers = lines.map((l) => JSON.parse(l));
-    expect(answers.find((a) => a.rid === 1)).toMatchObject({ op: 'fail', message: 'no sandbox nope' });
-    expect(answers.find((a) => a.rid === 2)).toMatchObject({ op: 'ok' });
+    await vi.waitFor(() => {
+      const answers = lines.map((l) => JSON.parse(l));
+      expect(answers.find((a) => a.rid === 1)).toMatchObject({ op: 'fail', message: 'no sandbox nope' });
+      expect(answers.find((a) => a.rid === 2)).toMatchObject({ op: 'ok' });
+    });
     input.end();
     await served;
   });
 });
+
+// RemoteSandboxHost behind the agent (the Lima transport's whole path but `limactl shell`) against the sandbox host
+// conformance suite (test/conformance/sandbox-host.ts): the same promises the local host keeps.
+sandboxHostConformance(
+  'remote (agent over a shell transport)',
+  async () => {
+    const bun = JSON.parse(readFileSync(lock, 'utf8')).bun.bin as string;
+    const work = await tempDir('svc-emu-agent-conf-');
+    const { host } = await spawnAgent(shellAgentArgv(bun, work), 'agent: /bin/sh');
+    return { host };
+  },
+  { transport: /^agent: / },
+  installed ? null : 'runtimes not installed (node scripts/setup.mjs --for=test)',
+);

@@ -4,11 +4,11 @@
  * pids max (and the core survives), the bundle is read-only and /tmp is writable.
  * Skips LOUDLY where GET /_emu/executor says the sandbox is not `bwrap`.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
-import { RUNTIMES, executorInfo, invoke, loudSkip, ok, snippet, type Code, type Runtime } from './_helpers';
+import { RUNTIMES, emuInvocation, executorInfo, invocationId, invoke, loudSkip, ok, snippet, type Code, type Runtime } from './_helpers';
 
 let core: TestCore;
 let noSandbox: string | null = null;
@@ -173,6 +173,15 @@ afterAll(async () => {
   await core?.stop();
 });
 
+/** Whether a host process was started (through bwrap and the rest) by this test's core, not another test's. */
+function descendsFromUs(pid: number): boolean {
+  for (let p = pid, hops = 0; p > 1 && hops < 16; hops++) {
+    if (p === process.pid) return true;
+    p = Number(/^PPid:\s*(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+  }
+  return false;
+}
+
 describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
   it("cannot read the core's data dir", async ({ skip }) => {
     if (noSandbox) return skip(noSandbox);
@@ -215,7 +224,17 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
     if (noSandbox) return skip(noSandbox);
     const { env } = (await ok(core, probes[runtime], { op: 'env' })) as { env: Record<string, string> };
     // What a sandbox may have: the runner's fixed environment, what bwrap adds, and the invocation's SVC_* and secrets.
-    const fixed = new Set(['PATH', 'HOME', 'TMPDIR', 'LANG', 'PYTHONUNBUFFERED', 'PYTHONDONTWRITEBYTECODE', 'NO_COLOR', 'BUN_RUNTIME_TRANSPILER_CACHE_PATH', 'PWD']);
+    const fixed = new Set([
+      'PATH',
+      'HOME',
+      'TMPDIR',
+      'LANG',
+      'PYTHONUNBUFFERED',
+      'PYTHONDONTWRITEBYTECODE',
+      'NO_COLOR',
+      'BUN_RUNTIME_TRANSPILER_CACHE_PATH',
+      'PWD',
+    ]);
     const leaked = Object.keys(env).filter((k) => !fixed.has(k) && !k.startsWith('SVC_') && process.env[k] !== undefined);
     expect(leaked, 'variables of the core process visible to the snippet').toEqual([]);
     if (process.env.HOME && process.env.HOME !== '/tmp') expect(env.HOME, "not the core user's home").not.toBe(process.env.HOME);
@@ -234,12 +253,46 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
     expect(hostPids, 'the host has more processes than the sandbox sees').toBeGreaterThan(p.pids.length + 3);
   });
 
-  it('is not uid 0', async ({ skip }) => {
+  it('is not uid 0, as the host sees it: no capabilities, no_new_privs, a seccomp filter', async ({ skip }) => {
     if (noSandbox) return skip(noSandbox);
     const u = await ok(core, probes[runtime], { op: 'uid' });
     expect(u.uid).not.toBe(0);
     expect(u.euid).not.toBe(0);
     expect(u.gid).not.toBe(0);
+    // Inside, a user namespace can say 1000 while the host says 0 (the bug this guards): ask the host's /proc.
+    const runner = runtime === 'bun' ? '/executor/runtimes/bun/runner.ts' : '/executor/runtimes/python/svc_runner.py';
+    const runners = readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((pid) => {
+        try {
+          return (
+            readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+              .split('\0')
+              .some((a) => a.endsWith(runner)) && descendsFromUs(Number(pid))
+          );
+        } catch {
+          return false; // gone meanwhile
+        }
+      });
+    const statuses = runners
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/status`, 'utf8');
+        } catch {
+          return null;
+        }
+      })
+      .filter((x): x is string => x !== null && /^Name:\s*(bun|python)/m.test(x));
+    expect(statuses.length, 'the warm runner is found on the host').toBeGreaterThan(0);
+    for (const st of statuses) {
+      const field = (n: string) => new RegExp(`^${n}:\\s*(.*)$`, 'm').exec(st)?.[1] ?? '';
+      expect(field('Uid').split(/\s+/).map(Number), st).not.toContain(0);
+      expect(field('Gid').split(/\s+/).map(Number), st).not.toContain(0);
+      expect(field('CapEff')).toMatch(/^0+$/);
+      expect(field('CapPrm')).toMatch(/^0+$/);
+      expect(field('NoNewPrivs')).toBe('1');
+      expect(field('Seccomp')).toBe('2');
+    }
   });
 
   it('its bundle dir and the shared runtime are read-only; /tmp is writable', async ({ skip }) => {
@@ -277,5 +330,7 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
     expect(await ok(core, probes[runtime], { op: 'uid' })).toMatchObject({ uid: expect.any(Number) });
     const again = await invoke(core, name, { op: 'uid' });
     expect(again.status, again.text).toBe(200);
+    // A run that met the process cap leaves no sandbox to reuse: its runner may have lost threads of its own.
+    if (r.status === 200) expect((await emuInvocation(core, invocationId(again))).warm, 'the sandbox after the fork bomb').toBe(false);
   }, 40_000);
 });

@@ -2,7 +2,7 @@
  * The code checkers behind version creation: the runtime's own compiler, in one long-lived process per
  * runtime, one request at a time; a checker that dies is replaced by the next check.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -14,14 +14,26 @@ const lock = existsSync(lockPath) ? JSON.parse(readFileSync(lockPath, 'utf8')) :
 if (!lock) console.warn('SKIPPING code checker tests: runtimes not installed (run npm run build)');
 
 describe.skipIf(!lock)('code checker', () => {
-  const check = createCodeChecker({ bunBin: lock?.bun.bin, pythonBin: lock?.python.bin, runtimesDir: join(PROJECT_ROOT, 'executor', 'runtimes') });
+  const check = createCodeChecker({
+    bunBin: lock?.bun.bin,
+    pythonBin: lock?.python.bin,
+    runtimesDir: join(PROJECT_ROOT, 'executor', 'runtimes'),
+  });
   afterAll(() => check.close());
 
   it('answers concurrent checks of both runtimes, each with its own problems', async () => {
     const jobs = Array.from({ length: 12 }, (_, i) =>
       i % 2
-        ? check({ runtime: 'bun', entrypoint: 'index.ts', files: { 'index.ts': i % 4 === 1 ? `export default async () => ({ i: ${i} })\n` : `export default async () => ({ i: \n` } })
-        : check({ runtime: 'python', entrypoint: 'main.py', files: { 'main.py': i % 4 === 0 ? `def handler(input):\n    return {"i": ${i}}\n` : `def handler(input):\n    return (\n` } }),
+        ? check({
+            runtime: 'bun',
+            entrypoint: 'index.ts',
+            files: { 'index.ts': i % 4 === 1 ? `export default async () => ({ i: ${i} })\n` : `export default async () => ({ i: \n` },
+          })
+        : check({
+            runtime: 'python',
+            entrypoint: 'main.py',
+            files: { 'main.py': i % 4 === 0 ? `def handler(input):\n    return {"i": ${i}}\n` : `def handler(input):\n    return (\n` },
+          }),
     );
     const results = await Promise.all(jobs);
     results.forEach((problems, i) => {
@@ -34,10 +46,17 @@ describe.skipIf(!lock)('code checker', () => {
   it('a checker that dies is replaced on the next check', async () => {
     expect(await check({ runtime: 'python', entrypoint: 'main.py', files: { 'main.py': 'def handler(i):\n    return {}\n' } })).toEqual([]);
     // Kill our own python checker (a child of this process: other test files' checkers are left alone).
-    const pids = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'runtimes/python/check.py']).toString().trim().split('\n').map(Number);
+    const pids = execFileSync('pgrep', ['-P', String(process.pid), '-f', 'runtimes/python/check.py'])
+      .toString()
+      .trim()
+      .split('\n')
+      .map(Number);
     expect(pids.length).toBe(1);
     for (const pid of pids) process.kill(pid, 'SIGKILL');
-    await new Promise((r) => setTimeout(r, 100));
+    // Until the killed checker is gone (reaped: its exit has reached this process), not for a fixed time.
+    await vi.waitFor(() => {
+      for (const pid of pids) expect(() => process.kill(pid, 0), `checker ${pid} still there`).toThrow();
+    });
     expect(await check({ runtime: 'python', entrypoint: 'main.py', files: { 'main.py': 'x = 1\n' } })).toEqual([
       { file: 'main.py', message: expect.stringContaining('no top-level handler') },
     ]);

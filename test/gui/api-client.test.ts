@@ -1,14 +1,17 @@
 /** The GUI's API client and router, under Node against a real core (no browser needed). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiProblem, createApi, sseEvents } from '../../renderer/src/api';
+import { createApi, ProblemError, rawFrame } from '../../renderer/src/api';
 import { href, parseRoute } from '../../renderer/src/router';
+import { operations as ops } from '../../contract';
 import { startTestCore, type TestCore } from '../helpers/core';
 
 let core: TestCore;
 beforeAll(async () => {
   core = await startTestCore();
   await core.call('POST', '/v1/snippets', { name: 'ticks', runtime: 'bun' });
-  await core.call('POST', '/v1/snippets/ticks/versions', { code: 'export default async function* handler() { yield 1; yield 2; return { done: true }; }\n' });
+  await core.call('POST', '/v1/snippets/ticks/versions', {
+    code: 'export default async function* handler() { yield 1; yield 2; return { done: true }; }\n',
+  });
 });
 afterAll(async () => core?.stop());
 
@@ -16,28 +19,66 @@ const api = () => createApi({ token: core.admin, key: core.key, fetchImpl: (inpu
 
 describe('createApi', () => {
   it('calls /v1 with the tenant key and /_emu with the admin token', async () => {
-    expect((await api().v1('GET', '/v1/tenant/runtime-limits')).body).toMatchObject({ max_memory_mb: 2048 });
-    expect((await api().emu('GET', '/_emu/info')).body).toMatchObject({ local_api_key: core.key });
+    expect(await api().client.call(ops.getRuntimeLimits)).toMatchObject({ max_memory_mb: 2048 });
+    expect(await api().client.call(ops.emuInfo)).toMatchObject({ local_api_key: core.key });
   });
 
-  it('turns a problem answer into ApiProblem with its code, detail and field errors', async () => {
-    const notFound = await api().v1('GET', '/v1/snippets/nope').catch((e: unknown) => e);
-    expect(notFound).toBeInstanceOf(ApiProblem);
+  it('turns a problem answer into ProblemError with its code, detail and field errors (what ui/kit.tsx shows)', async () => {
+    const notFound = await api()
+      .client.call(ops.getSnippet, { params: { id: 'nope' } })
+      .catch((e: unknown) => e);
+    expect(notFound).toBeInstanceOf(ProblemError);
     expect(notFound).toMatchObject({ status: 404, code: 'not_found' });
-    const invalid = (await api().v1('POST', '/v1/snippets/ticks/versions', { code: 'export default function handler() {}', max_memory_mb: 999999 }).catch((e: unknown) => e)) as ApiProblem;
+    const invalid = (await api()
+      .client.call(ops.createVersion, {
+        params: { id: 'ticks' },
+        body: { code: 'export default function handler() {}', max_memory_mb: 999999 },
+      })
+      .catch((e: unknown) => e)) as ProblemError;
+    expect(invalid).toBeInstanceOf(ProblemError);
     expect(invalid.status).toBe(422);
     expect(invalid.code).toBe('limit_exceeds_tenant_cap');
+    expect(invalid.detail).not.toBe('');
+    // A body that fails validation names its fields.
+    const fields = (await api()
+      .client.call(ops.createVersion, { params: { id: 'ticks' }, body: { code: 'x', timeout_ms: -1 } })
+      .catch((e: unknown) => e)) as ProblemError;
+    expect(fields).toBeInstanceOf(ProblemError);
+    expect(fields.errors.length).toBeGreaterThan(0);
+    expect(fields.errors[0]).toMatchObject({ location: expect.any(String), message: expect.any(String) });
     // /_emu with the tenant key is refused: the two credentials are not interchangeable
     const wrong = createApi({ token: core.key, key: core.key, fetchImpl: (i, init) => fetch(`${core.url}${String(i)}`, init) });
-    expect(await wrong.emu('GET', '/_emu/info').catch((e: unknown) => (e as ApiProblem).code)).toBe('unauthenticated');
+    expect(await wrong.client.call(ops.emuInfo).catch((e: unknown) => (e as ProblemError).code)).toBe('unauthenticated');
   });
 
-  it('reads a stream as events, in order', async () => {
-    const res = await api().stream('/v1/invoke/ticks', { method: 'POST', body: {}, headers: { 'X-Invoke-Mode': 'stream' } });
-    const got: [number, string, unknown][] = [];
-    for await (const e of sseEvents(res)) got.push([e.id, e.event, e.data]);
-    expect(got.map(([id, event]) => [id, event])).toEqual([[1, 'start'], [2, 'chunk'], [3, 'chunk'], [4, 'result']]);
+  it('reads a stream as typed events, in order, and rebuilds each frame as the core wrote it', async () => {
+    const stream = await api().client.stream(ops.invoke, {
+      params: { snippet: 'ticks' },
+      body: {},
+      headers: { 'x-invoke-mode': 'stream' },
+    });
+    const got: [number, string, unknown, string][] = [];
+    for await (const e of stream) got.push([Number(e.id), e.event, e.data, rawFrame(e)]);
+    expect(got.map(([id, event]) => [id, event])).toEqual([
+      [1, 'start'],
+      [2, 'chunk'],
+      [3, 'chunk'],
+      [4, 'result'],
+    ]);
     expect(got[1]![2]).toEqual({ data: 1 });
+    expect(got[1]![3]).toBe('id: 2\nevent: chunk\ndata: {"data":1}');
+  });
+});
+
+describe('api.client', () => {
+  it('is the typed client with the same credentials: a /v1 op with the key, an /_emu op with the token, a stream of typed events', async () => {
+    const client = api().client;
+    expect(await client.call(ops.getSnippet, { params: { id: 'ticks' } })).toMatchObject({ name: 'ticks', runtime: 'bun' });
+    expect(await client.call(ops.emuInfo)).toMatchObject({ local_api_key: core.key });
+    const events: string[] = [];
+    for await (const e of await client.stream(ops.invoke, { params: { snippet: 'ticks' }, headers: { 'x-invoke-mode': 'stream' } }))
+      events.push(e.event);
+    expect(events).toEqual(['start', 'chunk', 'chunk', 'result']);
   });
 });
 

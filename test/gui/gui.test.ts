@@ -85,7 +85,10 @@ async function shown(w: Watched, locator: Locator, what: string): Promise<string
   try {
     await locator.first().waitFor({ state: 'visible' });
   } catch (err) {
-    const body = await w.page.locator('body').innerText({ timeout: 1000 }).catch((e: Error) => `<unreadable: ${e.message}>`);
+    const body = await w.page
+      .locator('body')
+      .innerText({ timeout: 1000 })
+      .catch((e: Error) => `<unreadable: ${e.message}>`);
     throw new Error(
       `${what} never appeared (${(err as Error).message.split('\n')[0]}).\n` +
         `url: ${w.page.url()}\npage text: ${JSON.stringify(body)}\nerrors: ${JSON.stringify(w.errors)}\nrequests: ${JSON.stringify(w.requests)}`,
@@ -113,38 +116,43 @@ describe('GUI in Chromium', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
-  it.skipIf(!!skipReason)('browser mode: ?token= shows version, data dir, API key and caps; the token leaves the URL; a reload still works', async () => {
-    const w = await openPage();
-    const { page } = w;
-    await page.goto(`${core.url}/?token=${core.adminToken}`);
+  it.skipIf(!!skipReason)(
+    'browser mode: ?token= shows version, data dir, API key and caps; the token leaves the URL; a reload still works',
+    async () => {
+      const w = await openPage();
+      const { page } = w;
+      await page.goto(`${core.url}/?token=${core.adminToken}`);
 
-    expect(core.localApiKey).toMatch(/\S/);
-    expect(await shown(w, apiKey(page), 'the API key')).toBe(core.localApiKey);
-    const info = (await (await fetch(`${core.url}/_emu/info`, { headers: { authorization: `Bearer ${core.adminToken}` } })).json()) as { version: string };
-    expect(await page.getByTestId('version').innerText()).toBe(info.version);
-    expect(await page.getByTestId('data-dir').innerText()).toBe(core.dataDir);
-    expect(await page.getByTestId('core-url').innerText()).toBe(`${core.url}/v1`);
-    expect(await page.getByTestId('workspace').innerText()).toMatch(/^none: start with --workspace DIR/);
-    const firstCall = await page.getByTestId('first-call').innerText();
-    expect(firstCall).toContain(`${core.url}/v1/invoke/hello`);
-    expect(firstCall).toContain(`Bearer ${core.localApiKey}`);
-    expect(await page.getByTestId('switch-workspace').count()).toBe(0); // desktop app only
+      expect(core.localApiKey).toMatch(/\S/);
+      expect(await shown(w, apiKey(page), 'the API key')).toBe(core.localApiKey);
+      const info = (await (await fetch(`${core.url}/_emu/info`, { headers: { authorization: `Bearer ${core.adminToken}` } })).json()) as {
+        version: string;
+      };
+      expect(await page.getByTestId('version').innerText()).toBe(info.version);
+      expect(await page.getByTestId('data-dir').innerText()).toBe(core.dataDir);
+      expect(await page.getByTestId('core-url').innerText()).toBe(`${core.url}/v1`);
+      expect(await page.getByTestId('workspace').innerText()).toMatch(/^none: start with --workspace DIR/);
+      const firstCall = await page.getByTestId('first-call').innerText();
+      expect(firstCall).toContain(`${core.url}/v1/invoke/hello`);
+      expect(firstCall).toContain(`Bearer ${core.localApiKey}`);
+      expect(await page.getByTestId('switch-workspace').count()).toBe(0); // desktop app only
 
-    const local = page.getByTestId('tenants').locator('tbody tr', { has: page.locator('td', { hasText: /^local$/ }) });
-    expect(await local.locator('td').allInnerTexts()).toEqual(['local', '900,000 ms', '2,048 MB', '100 %', '10']);
+      const local = page.getByTestId('tenants').locator('tbody tr', { has: page.locator('td', { hasText: /^local$/ }) });
+      expect(await local.locator('td').allInnerTexts()).toEqual(['local', '900,000 ms', '2,048 MB', '100 %', '10']);
 
-    // The token left the address bar (history.replaceState) and sits in sessionStorage.
-    expect(await page.evaluate(() => location.search)).toBe('');
-    expect(page.url()).not.toContain(core.adminToken);
-    expect(await page.evaluate((k) => sessionStorage.getItem(k), TOKEN_STORAGE_KEY)).toBe(core.adminToken);
+      // The token left the address bar (history.replaceState) and sits in sessionStorage.
+      expect(await page.evaluate(() => location.search)).toBe('');
+      expect(page.url()).not.toContain(core.adminToken);
+      expect(await page.evaluate((k) => sessionStorage.getItem(k), TOKEN_STORAGE_KEY)).toBe(core.adminToken);
 
-    await mkdir(join(ROOT, 'test/.tmp'), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+      await mkdir(join(ROOT, 'test/.tmp'), { recursive: true });
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
-    await page.reload();
-    expect(await shown(w, apiKey(page), 'the API key after a reload')).toBe(core.localApiKey);
-    expect(page.url()).toBe(`${core.url}/`);
-  });
+      await page.reload();
+      expect(await shown(w, apiKey(page), 'the API key after a reload')).toBe(core.localApiKey);
+      expect(page.url()).toBe(`${core.url}/`);
+    },
+  );
 
   it.skipIf(!!skipReason)('no token: tells the user to open the URL printed by npm start', async () => {
     const w = await openPage();
@@ -201,8 +209,14 @@ describe('GUI in Chromium', () => {
       await w.page.waitForLoadState('networkidle');
 
       expect(w.errors, mode).toEqual([]);
-      expect(w.requests.some((u) => u.endsWith('/_emu/info')), mode).toBe(true);
-      expect(w.requests.some((u) => /\/assets\/[^/]+\.js$/.test(u)), mode).toBe(true);
+      expect(
+        w.requests.some((u) => u.endsWith('/_emu/info')),
+        mode,
+      ).toBe(true);
+      expect(
+        w.requests.some((u) => /\/assets\/[^/]+\.js$/.test(u)),
+        mode,
+      ).toBe(true);
     }
     // Over every page this file opened (the rejected-token page included).
     const foreign = allRequests.filter((u) => !u.startsWith('data:') && new URL(u).origin !== origin);

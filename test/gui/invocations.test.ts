@@ -100,7 +100,10 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     ids.oom = await invoke('hog', { mb: 400 });
     ids.async = await invoke('hello', { name: 'async', callback_url: `${gui.core.url}/_emu/inbox/gui` }, { 'X-Invoke-Mode': 'async' });
     ids.hello = await invoke('hello', { name: 'Ada' });
-    await until('the async callback', async () => (await gui.core.call('GET', `/v1/invocations/${ids.async}`)).json?.callback?.status === 'delivered');
+    await until(
+      'the async callback',
+      async () => (await gui.core.call('GET', `/v1/invocations/${ids.async}`)).json?.callback?.status === 'delivered',
+    );
   }, 30_000);
 
   afterAll(async () => {
@@ -113,7 +116,15 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     await w.go('invocations');
     const rows = page.getByTestId('invocation-row');
     await until('six rows', async () => (await rows.count()) >= 6);
-    expect(await rows.first().getAttribute('data-id')).toBe(ids.hello);
+    // Newest first: the runs made before these tests are listed in the reverse of the order they were made
+    // (tests that ran earlier, in a shuffled order, may have added newer ones above them).
+    const listed = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    const made = [ids.ticker, ids.broken, ids.hog, ids.oom, ids.async, ids.hello].map((id) => listed.indexOf(id!));
+    expect(
+      made.every((i) => i >= 0),
+      JSON.stringify({ listed, ids }),
+    ).toBe(true);
+    expect(made).toEqual([...made].sort((a, b) => b - a));
     const outcomes = await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-outcome')));
     expect(outcomes).toEqual(expect.arrayContaining(['success', 'handler_error', 'oom_killed']));
     const hogRow = page.locator(`[data-testid=invocation-row][data-id="${ids.hog}"]`);
@@ -129,7 +140,13 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     await until('all rows back', async () => (await rows.count()) >= 6);
     expect(await page.getByTestId('filter-snippet').inputValue()).toBe('');
     await page.getByTestId('filter-status').selectOption('failed');
-    await until('the failed ones', async () => (await rows.count()) === 2);
+    // The two failures made before these tests and none of their successes (other tests may have added failures).
+    const shown = () => rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-id')));
+    await until('the failed ones', async () => {
+      const now = await shown();
+      return now.includes(ids.broken!) && now.includes(ids.oom!) && ![ids.hello, ids.hog, ids.ticker].some((id) => now.includes(id!));
+    });
+    expect(await rows.evaluateAll((els) => els.map((e) => e.getAttribute('data-outcome')))).not.toContain('success');
     await page.getByTestId('filter-status').selectOption('');
     await until('all rows again', async () => (await rows.count()) >= 6);
 
@@ -212,6 +229,34 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     expect([...w.errors, ...narrow.errors]).toEqual([]);
   });
 
+  it('a stream that ended cancelled says Cancelled, not a green Ended', async () => {
+    const w = await open();
+    const { page } = w;
+    const abort = new AbortController();
+    const res = await fetch(`${gui.core.url}/v1/invoke/ticker`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gui.core.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
+      body: JSON.stringify({ n: 20 }),
+      signal: abort.signal,
+    });
+    expect(res.status).toBe(200);
+    const id = res.headers.get('x-invocation-id')!;
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('event: chunk')) text += new TextDecoder().decode((await reader.read()).value);
+    abort.abort(); // the invoking client goes away mid-stream: the run is cancelled
+    await until('the run recorded as cancelled', async () => {
+      const r = await fetch(`${gui.core.url}/v1/invocations/${id}`, { headers: { authorization: `Bearer ${gui.core.key}` } });
+      return ((await r.json()) as { outcome?: string }).outcome === 'cancelled';
+    });
+    await w.go(`stream/${id}`);
+    await page.locator('[data-testid=stream-inspector][data-state=ended]').waitFor();
+    const pill = page.getByTestId('stream-state');
+    expect(await pill.innerText()).toMatch(/^Cancelled/);
+    expect(await pill.getAttribute('class')).toContain('stream-pill-bad');
+    expect(w.errors).toEqual([]);
+  });
+
   it('watches a streamed run live: chunks appear one by one before the result, then the result', async () => {
     const w = await open();
     const { page } = w;
@@ -265,7 +310,9 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     expect(await page.getByTestId('chunk-tick').count()).toBe(6);
     // Recorded times replace the estimates: the last chunk is about 5 × 300 ms after the first.
     await until('recorded times', async () => (await page.locator('.stream-t[data-exact=false]').count()) === 0);
-    const times = (await page.locator('[data-event=chunk] .stream-t').allInnerTexts()).map((t) => (t.includes(' s') ? parseFloat(t.slice(1)) * 1000 : parseFloat(t.slice(1))));
+    const times = (await page.locator('[data-event=chunk] .stream-t').allInnerTexts()).map((t) =>
+      t.includes(' s') ? parseFloat(t.slice(1)) * 1000 : parseFloat(t.slice(1)),
+    );
     expect(times.at(-1)! - times[0]!).toBeGreaterThan(1200);
     expect(await whole).toContain('event: result');
     await w.screenshot('stream-done');
@@ -327,7 +374,10 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
 
     // Cancel: a slow sync run, found while it runs.
     const slow = gui.core.call('POST', '/v1/invoke/hello', { sleep_ms: 20_000 });
-    const running = await until('the slow run', async () => (await gui.core.call('GET', '/v1/invocations?status=running&snippet=hello')).json?.data?.[0]?.id as string | undefined);
+    const running = await until(
+      'the slow run',
+      async () => (await gui.core.call('GET', '/v1/invocations?status=running&snippet=hello')).json?.data?.[0]?.id as string | undefined,
+    );
     await w.go(`invocation/${running}`);
     await page.getByTestId('cancel').click();
     await page.locator('[data-testid=invocation][data-outcome=cancelled]').waitFor();

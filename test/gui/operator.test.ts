@@ -42,7 +42,9 @@ async function signedDelivery(inbox: string, payload: unknown) {
   const body = JSON.stringify(payload);
   const id = 'msg_operator_test_1';
   const ts = Math.floor(Date.now() / 1000);
-  const mac = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64')).update(`${id}.${ts}.${body}`).digest('base64');
+  const mac = createHmac('sha256', Buffer.from(secret.slice('whsec_'.length), 'base64'))
+    .update(`${id}.${ts}.${body}`)
+    .digest('base64');
   const res = await fetch(`${gui.core.url}/_emu/inbox/${inbox}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${mac}` },
@@ -52,7 +54,11 @@ async function signedDelivery(inbox: string, payload: unknown) {
 }
 
 async function unsignedDelivery(inbox: string, payload: unknown): Promise<number> {
-  const res = await fetch(`${gui.core.url}/_emu/inbox/${inbox}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+  const res = await fetch(`${gui.core.url}/_emu/inbox/${inbox}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(payload),
+  });
   return res.status;
 }
 
@@ -78,22 +84,30 @@ describe.skipIf(!!skipReason)('operator pages', () => {
   });
 
   it('empty states say what to do', async () => {
-    const expected: [string, string][] = [
-      ['secrets', 'No secrets yet'],
-      ['store', 'The store is empty'],
-      ['inbox', 'No deliveries yet'],
-      ['inbox/fresh', 'Nothing delivered yet'],
-      ['egress', 'No outbound calls yet'],
-    ];
-    for (const [route, title] of expected) {
-      await p.go(route);
-      const empty = p.page.getByTestId('empty').filter({ hasText: title });
-      expect(await text(empty, `the empty state of ${route}`)).toMatch(/\S+\s*\n?.+/);
-      await p.screenshot(`${route.replace('/', '-')}-empty`);
+    // An emulator of its own: the other tests here fill the secrets, the store, the inbox and the egress log,
+    // and may run first (the order is shuffled).
+    const fresh = await startGui({ config: { egressProfile: 'production' } });
+    try {
+      const q = await fresh.open();
+      const expected: [string, string][] = [
+        ['secrets', 'No secrets yet'],
+        ['store', 'The store is empty'],
+        ['inbox', 'No deliveries yet'],
+        ['inbox/fresh', 'Nothing delivered yet'],
+        ['egress', 'No outbound calls yet'],
+      ];
+      for (const [route, title] of expected) {
+        await q.go(route);
+        const empty = q.page.getByTestId('empty').filter({ hasText: title });
+        expect(await text(empty, `the empty state of ${route}`)).toMatch(/\S+\s*\n?.+/);
+        await q.screenshot(`${route.replace('/', '-')}-empty`);
+      }
+      expect(await q.page.getByTestId('empty').filter({ hasText: 'No fault rules' }).count()).toBe(1);
+      expect(q.errors).toEqual([]);
+    } finally {
+      await fresh.close();
     }
-    expect(await p.page.getByTestId('empty').filter({ hasText: 'No fault rules' }).count()).toBe(1);
-    expect(p.errors).toEqual([]);
-  });
+  }, 60_000);
 
   it('secrets: set through the form, listed by name and never by value; replace; delete', async () => {
     const VALUE = 'sk-live-Zq8vX2-operator-secret-value';
@@ -132,7 +146,9 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     await p.page.getByLabel('Value').fill(VALUE2);
     await p.page.getByTestId('secret-save').click();
     expect(await text(p.page.getByTestId('secret-flash'), 'the replaced message')).toContain('Replaced OPENAI_API_KEY');
-    const after = ((await api('GET', '/v1/secrets')) as { data: { name: string; updated_at: string }[] }).data.find((s) => s.name === 'OPENAI_API_KEY')!;
+    const after = ((await api('GET', '/v1/secrets')) as { data: { name: string; updated_at: string }[] }).data.find(
+      (s) => s.name === 'OPENAI_API_KEY',
+    )!;
     expect(after.updated_at > before).toBe(true);
     const html = await p.page.content();
     expect(html).not.toContain(VALUE);
@@ -171,7 +187,10 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     // The prefix filter.
     await p.page.getByLabel('Prefix').fill('user:');
     await keys.locator('[data-key="config/theme"]').waitFor({ state: 'detached' });
-    expect(await keys.getByTestId('store-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')))).toEqual(['user:1', 'user:2']);
+    expect(await keys.getByTestId('store-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-key')))).toEqual([
+      'user:1',
+      'user:2',
+    ]);
 
     // View another key (a key with a slash goes URL-encoded).
     await p.page.getByLabel('Prefix').fill('');
@@ -205,7 +224,9 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     expect(await deliveries.nth(1).getByTestId('signature').innerText()).toBe('not verified: missing webhook-id header');
     // The newest is open: its JSON body, pretty, and the invocation it is about.
     expect(await deliveries.nth(0).locator('.json').innerText()).toContain('"outcome": "success"');
-    expect(await deliveries.nth(0).getByRole('link', { name: 'inv_operatorTest01' }).getAttribute('href')).toBe('#/invocation/inv_operatorTest01');
+    expect(await deliveries.nth(0).getByRole('link', { name: 'inv_operatorTest01' }).getAttribute('href')).toBe(
+      '#/invocation/inv_operatorTest01',
+    );
 
     await p.page.getByLabel('Status').selectOption('500');
     await p.page.getByLabel('Times').fill('2');
@@ -214,7 +235,11 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     expect(await text(p.page.getByTestId('inbox-answer').getByText('Answers 500 to the next 2 deliveries'), 'the chosen answer')).toBe(
       'Answers 500 to the next 2 deliveries, then 200; Retry-After: 30 s',
     );
-    expect(((await api('GET', '/_emu/inbox/test', undefined, true)) as { response: unknown }).response).toEqual({ status: 500, times: 2, retry_after_seconds: 30 });
+    expect(((await api('GET', '/_emu/inbox/test', undefined, true)) as { response: unknown }).response).toEqual({
+      status: 500,
+      times: 2,
+      retry_after_seconds: 30,
+    });
 
     // A new delivery is answered 500 and appears on its own (2 s refresh).
     expect(await unsignedDelivery('test', { attempt: 3 })).toBe(500);
@@ -241,7 +266,9 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     const refusedRow = await log.locator('[data-refused="true"]').first().innerText();
     expect(refusedRow).toContain('127.0.0.1');
     expect(await log.getByTestId('egress-row').filter({ hasText: 'api.flaky.test:80' }).count()).toBe(1);
-    expect(await log.locator('tr', { hasText: 'api.flaky.test' }).getByRole('link').getAttribute('href')).toBe(`#/invocation/${run.headers.get('x-invocation-id')}`);
+    expect(await log.locator('tr', { hasText: 'api.flaky.test' }).getByRole('link').getAttribute('href')).toBe(
+      `#/invocation/${run.headers.get('x-invocation-id')}`,
+    );
 
     const faults = p.page.getByTestId('faults-list');
     await text(faults.getByText('answer 503'), 'the seeded fault rule');
@@ -253,7 +280,9 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     const rule = faults.locator('tr', { hasText: 'slow.example.com' });
     expect(await text(rule, 'the new rule')).toContain('delay 1,500 ms');
     expect(await rule.innerText()).toContain('3 more of 3');
-    const rules = (await api('GET', '/_emu/egress/faults', undefined, true)) as { data: { id: string; host?: string; action: unknown; times: number | null }[] };
+    const rules = (await api('GET', '/_emu/egress/faults', undefined, true)) as {
+      data: { id: string; host?: string; action: unknown; times: number | null }[];
+    };
     const added = rules.data.find((r) => r.host === 'slow.example.com');
     expect(added).toMatchObject({ action: { type: 'latency', ms: 1500 }, times: 3 });
     await screenshots('egress', 'egress', 'egress-log');
@@ -289,7 +318,10 @@ describe.skipIf(!!skipReason)('operator pages', () => {
     const key = await text(card.getByTestId('issued-key'), 'the issued key');
     expect(key).toMatch(/^svc_[A-Za-z0-9]+$/);
     expect(await card.getByTestId('issued-key-box').innerText()).toContain('shown this once');
-    await card.getByTestId('tenant-keys').getByText(`${key.slice(0, 8)}…`).waitFor();
+    await card
+      .getByTestId('tenant-keys')
+      .getByText(`${key.slice(0, 8)}…`)
+      .waitFor();
     // The key works for /v1 as acme.
     const limits = await gui.core.call('GET', '/v1/tenant/runtime-limits', undefined, { key });
     expect(limits.json).toMatchObject({ timeout_ms: 120000, max_concurrency: 3 });
@@ -302,16 +334,36 @@ describe.skipIf(!!skipReason)('operator pages', () => {
   });
 
   it('parity status: the limit backend, the sandbox, full or degraded with reasons, runtimes against the manifest', async () => {
-    const executor = (await api('GET', '/_emu/executor', undefined, true)) as { backend: string; sandbox: string; parity: { status: string; reasons: string[] } };
+    const executor = (await api('GET', '/_emu/executor', undefined, true)) as {
+      backend: string;
+      sandbox: string;
+      parity: { status: string; reasons: string[] };
+    };
     await p.go('parity');
     const banner = p.page.getByTestId('parity-banner');
     await text(banner, 'the parity banner');
     expect(await banner.getAttribute('data-parity')).toBe(executor.parity.status);
     expect(await p.page.getByTestId('parity').innerText()).toBe(executor.parity.status === 'full' ? 'Full parity' : 'Degraded parity');
     for (const reason of executor.parity.reasons) expect(await banner.innerText()).toContain(reason);
-    const labels: Record<string, string> = { 'cgroup-v2': 'cgroup v2', 'cgroup-v1': 'cgroup v1', 'systemd-scope': 'systemd user scopes', none: 'none (timeout only)' };
+    const labels: Record<string, string> = {
+      'cgroup-v2': 'cgroup v2',
+      'cgroup-v1': 'cgroup v1',
+      'systemd-scope': 'systemd user scopes',
+      none: 'none (timeout only)',
+    };
     expect(await p.page.getByTestId('limit-backend').innerText()).toBe(labels[executor.backend] ?? executor.backend);
     expect(await p.page.getByTestId('sandbox').innerText()).toBe(executor.sandbox === 'bwrap' ? 'bubblewrap' : 'none');
+    if (executor.sandbox === 'bwrap') {
+      // Who a snippet is on this host, from doctor's probe of the host's /proc.
+      const doctor = (await api('GET', '/_emu/doctor', undefined, true)) as { sandbox: { identity: { host_uid: number[] } } };
+      const identity = p.page.getByTestId('sandbox-identity');
+      await text(identity, 'the sandbox identity');
+      const shown = await identity.innerText();
+      expect(shown).toContain(`host uid ${doctor.sandbox.identity.host_uid[0]}`);
+      expect(shown).not.toMatch(/host uid 0\b/);
+      expect(shown).toMatch(/Capabilities\s+none/);
+      expect(shown).toMatch(/seccomp\s+filter \(\d+ system calls refused\)/);
+    }
 
     const runtime = (await api('GET', '/_emu/runtime', undefined, true)) as { mismatches?: { name: string }[] };
     const table = p.page.getByTestId('runtime-table');
@@ -334,7 +386,12 @@ describe.skipIf(!!skipReason)('operator pages', () => {
         const res = await route.fetch();
         await route.fulfill({ response: res, json: change(await res.json()) });
       });
-    await rewrite('/_emu/executor', (b) => ({ ...b, backend: 'none', sandbox: 'none', parity: { status: 'degraded', reasons: [NO_LIMITS, NO_SANDBOX] } }));
+    await rewrite('/_emu/executor', (b) => ({
+      ...b,
+      backend: 'none',
+      sandbox: 'none',
+      parity: { status: 'degraded', reasons: [NO_LIMITS, NO_SANDBOX] },
+    }));
     await rewrite('/_emu/doctor', (b) => ({
       ...b,
       parity: 'degraded',

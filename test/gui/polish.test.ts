@@ -5,7 +5,7 @@
 // switches that never flash "Loading…" when the data arrives quickly. Skips loudly without Chromium or a build.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
+import type { Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/core';
 import { SCREENSHOTS, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
@@ -39,7 +39,32 @@ async function navRoutes(page: Page): Promise<string[]> {
 async function settled(page: Page): Promise<void> {
   await page.locator('main h1').first().waitFor();
   await page.waitForFunction(() => !document.querySelector('[data-loading]'), undefined, { timeout: 10_000 });
-  await page.waitForTimeout(150); // charts, CodeMirror and late layout settle
+  await framesPainted(page); // charts and CodeMirror measure and lay out in animation frames
+}
+
+/**
+ * Resolves once the fonts are loaded and two more frames were painted: what the page did in response to an
+ * event (a keydown's shortcut, a render's layout) is on screen by then. An event to wait on, not a fixed time.
+ */
+async function framesPainted(page: Page): Promise<void> {
+  await page.evaluate(() => document.fonts.ready.then(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))));
+}
+
+/** The "Loading…" line's delay, LOADING_DELAY_MS in renderer/src/ui/kit.tsx. */
+const LOADING_DELAY_MS = 200;
+
+/** A gate for requests: `hold` keeps each one until `open()`; `arrived` resolves when the first one is held. */
+function requestGate() {
+  let open!: () => void;
+  let arrive!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  const arrived = new Promise<void>((r) => (arrive = r));
+  const hold = async (route: Route) => {
+    arrive();
+    await opened;
+    await route.continue();
+  };
+  return { hold, open, arrived };
 }
 
 /** The WCAG contrast ratio of two CSS colours (rgb()/rgba() as getComputedStyle reports them). */
@@ -47,7 +72,10 @@ function contrast(fg: string, bg: string): number {
   const parse = (c: string) => {
     const m = c.match(/rgba?\(([^)]+)\)/);
     if (!m) throw new Error(`not an rgb colour: ${c}`);
-    return m[1]!.split(/[\s,/]+/).filter(Boolean).map(Number);
+    return m[1]!
+      .split(/[\s,/]+/)
+      .filter(Boolean)
+      .map(Number);
   };
   const lum = ([r, g, b]: number[]) => {
     const ch = (v: number) => {
@@ -66,12 +94,18 @@ async function colourPairs(page: Page, selector: string): Promise<{ text: string
     const parse = (c: string): number[] => {
       const rgb = c.match(/^rgba?\(([^)]+)\)$/);
       if (rgb) {
-        const v = rgb[1]!.split(/[\s,/]+/).filter(Boolean).map(Number);
+        const v = rgb[1]!
+          .split(/[\s,/]+/)
+          .filter(Boolean)
+          .map(Number);
         return [v[0]!, v[1]!, v[2]!, v[3] ?? 1];
       }
       const srgb = c.match(/^color\(srgb ([^)]+)\)$/);
       if (srgb) {
-        const v = srgb[1]!.split(/[\s/]+/).filter(Boolean).map(Number);
+        const v = srgb[1]!
+          .split(/[\s/]+/)
+          .filter(Boolean)
+          .map(Number);
         return [v[0]! * 255, v[1]! * 255, v[2]! * 255, v[3] ?? 1];
       }
       throw new Error(`unparsed colour ${c}`);
@@ -88,7 +122,11 @@ async function colourPairs(page: Page, selector: string): Promise<{ text: string
       while (layers.length) acc = over(layers.pop()!, acc);
       return acc;
     };
-    const css = (c: number[]) => `rgb(${c.slice(0, 3).map((x) => Math.round(x)).join(', ')})`;
+    const css = (c: number[]) =>
+      `rgb(${c
+        .slice(0, 3)
+        .map((x) => Math.round(x))
+        .join(', ')})`;
     return [...document.querySelectorAll(sel)]
       .filter((el) => (el === document.body || (el as HTMLElement).offsetParent !== null) && (el.textContent ?? '').trim() !== '')
       .map((el) => {
@@ -107,7 +145,10 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     await mkdir(join(workspace, 'snippets', 'greeter'), { recursive: true });
     await mkdir(join(workspace, 'snippets', 'broken'), { recursive: true });
     await writeFile(join(workspace, 'snippets', 'greeter', 'index.ts'), HELLO);
-    await writeFile(join(workspace, 'snippets', 'broken', 'index.ts'), 'export default async function handler(input) {\n  return { broken: ;\n}\n');
+    await writeFile(
+      join(workspace, 'snippets', 'broken', 'index.ts'),
+      'export default async function handler(input) {\n  return { broken: ;\n}\n',
+    );
     gui = await startGui({ workspace });
     const core = gui.core;
     expect((await core.call('POST', '/v1/snippets', { name: 'hello', runtime: 'bun' })).status).toBe(201);
@@ -135,12 +176,21 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
       const routes = await navRoutes(w.page);
       expect(routes.length).toBeGreaterThanOrEqual(8);
       // Pages reached from the sidebar's pages, too: a snippet's tabs and an invocation.
-      const more = ['snippet/greeter', 'snippet/hello/versions', 'snippet/hello/settings', 'snippet/hello/run', `invocation/${ids.error}`, `invocation/${ids.timeout}`];
+      const more = [
+        'snippet/greeter',
+        'snippet/hello/versions',
+        'snippet/hello/settings',
+        'snippet/hello/run',
+        `invocation/${ids.error}`,
+        `invocation/${ids.timeout}`,
+      ];
       const problems: string[] = [];
       for (const scheme of SCHEMES) {
         await w.page.emulateMedia({ colorScheme: scheme });
         for (const route of [...routes, ...more]) {
-          const name = (route || 'overview').replace(/\//g, '-').replace(/inv_[A-Za-z0-9]+/, (id) => (id === ids.error ? 'error' : 'timeout'));
+          const name = (route || 'overview')
+            .replace(/\//g, '-')
+            .replace(/inv_[A-Za-z0-9]+/, (id) => (id === ids.error ? 'error' : 'timeout'));
           const before = w.errors.length;
           await w.go(route);
           await settled(w.page);
@@ -189,7 +239,10 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
   it('keyboard: the first Tab offers "Skip to content", Enter lands in main; focus rings show', async () => {
     const w = await open();
     await w.page.keyboard.press('Tab');
-    const first = await w.page.evaluate(() => ({ text: document.activeElement?.textContent, visible: document.activeElement?.getBoundingClientRect().top ?? -1 }));
+    const first = await w.page.evaluate(() => ({
+      text: document.activeElement?.textContent,
+      visible: document.activeElement?.getBoundingClientRect().top ?? -1,
+    }));
     expect(first.text).toBe('Skip to content');
     expect(first.visible).toBeGreaterThanOrEqual(0); // shown while focused
     await w.page.screenshot({ path: join(SCREENSHOTS, 'polish-skip-link.png') });
@@ -201,7 +254,12 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     await w.page.keyboard.press('Tab');
     const link = await w.page.evaluate(() => {
       const a = document.activeElement as HTMLElement;
-      return { text: a.textContent, current: a.getAttribute('aria-current'), outline: getComputedStyle(a).outlineStyle, nav: a.closest('nav')?.getAttribute('aria-label') };
+      return {
+        text: a.textContent,
+        current: a.getAttribute('aria-current'),
+        outline: getComputedStyle(a).outlineStyle,
+        nav: a.closest('nav')?.getAttribute('aria-label'),
+      };
     });
     expect(link).toEqual({ text: 'Overview', current: 'page', outline: 'solid', nav: 'Pages' });
     expect(w.errors).toEqual([]);
@@ -228,7 +286,13 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     await help.waitFor({ state: 'visible' });
     expect(await help.getByRole('heading').innerText()).toBe('Keyboard shortcuts');
     const rows = await help.locator('tr').allInnerTexts();
-    expect(rows).toEqual(expect.arrayContaining([expect.stringMatching(/g\s+s\s+Go to Snippets/), expect.stringMatching(/g\s+i\s+Go to Invocations/), expect.stringMatching(/g\s+l\s+Go to Live streams/)]));
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/g\s+s\s+Go to Snippets/),
+        expect.stringMatching(/g\s+i\s+Go to Invocations/),
+        expect.stringMatching(/g\s+l\s+Go to Live streams/),
+      ]),
+    );
     await page.screenshot({ path: join(SCREENSHOTS, 'polish-shortcuts.png') });
     await page.keyboard.press('g'); // no navigation while the overlay is open
     await page.keyboard.press('s');
@@ -248,7 +312,7 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     await prefix.click();
     await page.keyboard.type('gs?/');
     expect(await prefix.inputValue()).toBe('gs?/');
-    await page.waitForTimeout(100);
+    await framesPainted(page); // shortcuts act in keydown (renderer/src/ui/shortcuts.tsx): any effect is on screen now
     expect(await page.evaluate(() => location.hash)).toBe('#/store');
     expect(await page.getByTestId('shortcuts-help').isVisible()).toBe(false);
 
@@ -257,7 +321,7 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     await code.click();
     await page.keyboard.press('g');
     await page.keyboard.press('i');
-    await page.waitForTimeout(100);
+    await framesPainted(page);
     expect(await page.evaluate(() => location.hash)).toBe('#/snippet/greeter');
     expect(w.errors).toEqual([]);
     await page.context().close();
@@ -302,6 +366,9 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
       };
       new MutationObserver(check).observe(document, { childList: true, subtree: true, characterData: true });
     });
+    // The page's own clock (its timers, Date, animation frames) is the test's to stop and move: the 200 ms rule
+    // is judged on it, not on how busy this machine is. It runs as usual until paused.
+    await w.clock.install();
     const page = await w.newPage();
     const errors: string[] = [];
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
@@ -320,30 +387,41 @@ describe.skipIf(!!skipReason)('GUI polish', () => {
     }
     expect(await seen()).toEqual([]);
 
-    // A slow answer: nothing at first, then the quiet loading line.
-    await page.route('**/v1/snippets?*', async (route) => {
-      await new Promise((r) => setTimeout(r, 900));
-      await route.continue();
-    });
-    await page.route('**/v1/snippets', async (route) => {
-      await new Promise((r) => setTimeout(r, 900));
-      await route.continue();
-    });
+    // A slow answer (held until the test lets it go): nothing for LOADING_DELAY_MS of the page's time, then
+    // the quiet loading line.
+    let gate = requestGate();
+    const held = (route: Route) => gate.hold(route);
+    await page.route('**/v1/snippets?*', held);
+    await page.route('**/v1/snippets', held);
+    await page.clock.pauseAt((await page.evaluate(() => Date.now())) + 1_000);
     await page.evaluate(() => (location.hash = '#/snippets'));
-    await page.waitForTimeout(100);
+    await gate.arrived;
+    await page.locator('[data-loading]').waitFor();
     expect(await page.locator('[data-loading]').count()).toBe(1);
+    expect(await page.locator('[data-loading]').innerText()).toBe('');
+    await page.clock.runFor(LOADING_DELAY_MS - 1);
     expect(await page.locator('[data-loading]').innerText()).toBe(''); // quiet for the first 200 ms
+    await page.clock.runFor(1);
     await page.getByText('Loading…').waitFor();
+    await page.clock.resume();
+    gate.open();
     await page.getByTestId('snippet-row').first().waitFor();
     expect((await seen()).length).toBeGreaterThan(0); // the recorder does see a real "Loading…"
 
-    // A reload (Refresh) keeps the list on screen while the next answer is on its way.
+    // A reload (Refresh) keeps the list on screen while the next answer is on its way: well past the loading
+    // delay of the page's time with the answer held, and after it arrives.
     const before = (await seen()).length;
+    gate = requestGate();
     await page.getByRole('button', { name: 'Refresh' }).click();
-    for (let t = 0; t < 8; t++) {
-      await page.waitForTimeout(120);
-      expect(await page.getByTestId('snippet-row').count()).toBeGreaterThan(0);
-    }
+    await gate.arrived;
+    await page.clock.runFor(LOADING_DELAY_MS * 5);
+    expect(await page.getByTestId('snippet-row').count()).toBeGreaterThan(0);
+    expect((await seen()).length).toBe(before);
+    const answered = page.waitForResponse((r) => new URL(r.url()).pathname === '/v1/snippets');
+    gate.open();
+    await answered;
+    await framesPainted(page);
+    expect(await page.getByTestId('snippet-row').count()).toBeGreaterThan(0);
     expect((await seen()).length).toBe(before);
     expect(errors).toEqual([]);
     await w.close();

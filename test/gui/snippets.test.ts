@@ -1,17 +1,18 @@
 // The Snippets list and a snippet's tabs (Code, Versions, Settings, Run) in a real browser against a
 // real core watching a temp workspace (one good folder, one whose index.ts does not compile). Every
 // change made in the GUI is checked through the API; every page is screenshotted to test/.tmp/gui/.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { tempDir } from '../helpers/core';
-import { shownText as text, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { shownText as text, skipReason, startGui, type Gui } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[snippets.test] SKIPPING the snippet page tests: ${skipReason}\n`);
 
 const HELLO_V1 = {
-  'index.ts': "import { greet } from './greet.ts';\n\nexport default async function handler(input: { name?: string }) {\n  const name = input.name ?? 'world';\n  return { greeting: greet(name), version: 1 };\n}\n",
+  'index.ts':
+    "import { greet } from './greet.ts';\n\nexport default async function handler(input: { name?: string }) {\n  const name = input.name ?? 'world';\n  return { greeting: greet(name), version: 1 };\n}\n",
   'greet.ts': 'export const greet = (name: string) => `Hello, ${name}!`;\n',
 };
 const HELLO_V2 = { ...HELLO_V1, 'index.ts': HELLO_V1['index.ts'].replace('version: 1', 'version: 2') };
@@ -34,14 +35,19 @@ async function api(method: string, path: string, body?: unknown) {
 const answered = (status: number) => `console: Failed to load resource: the server responded with a status of ${status}`;
 const unexpected = (errors: string[], ...statuses: number[]) => errors.filter((e) => !statuses.some((s) => e.startsWith(answered(s))));
 
-
 describe.skipIf(!!skipReason)('snippet pages', () => {
   beforeAll(async () => {
     workspace = await tempDir('svc-emu-gui-ws-');
     await mkdir(join(workspace, 'snippets', 'good'), { recursive: true });
     await mkdir(join(workspace, 'snippets', 'bad'), { recursive: true });
-    await writeFile(join(workspace, 'snippets', 'good', 'index.ts'), 'export default async function handler(input: { name?: string }) {\n  return { hi: input.name ?? "there" };\n}\n');
-    await writeFile(join(workspace, 'snippets', 'bad', 'index.ts'), 'export default async function handler(input) {\n  return { broken: ;\n}\n');
+    await writeFile(
+      join(workspace, 'snippets', 'good', 'index.ts'),
+      'export default async function handler(input: { name?: string }) {\n  return { hi: input.name ?? "there" };\n}\n',
+    );
+    await writeFile(
+      join(workspace, 'snippets', 'bad', 'index.ts'),
+      'export default async function handler(input) {\n  return { broken: ;\n}\n',
+    );
     gui = await startGui({ workspace });
 
     await api('POST', '/v1/snippets', { name: 'hello', runtime: 'bun', description: 'Greets whoever it is given' });
@@ -59,7 +65,9 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     // The loader has looked at both folders (one loaded, one refused).
     await vi.waitFor(
       async () => {
-        const ws = (await gui.core.call('GET', '/_emu/workspace', undefined, { key: gui.core.admin })).json as { folders: { snippet: string; state: string }[] };
+        const ws = (await gui.core.call('GET', '/_emu/workspace', undefined, { key: gui.core.admin })).json as {
+          folders: { snippet: string; state: string }[];
+        };
         expect(ws.folders.map((f) => `${f.snippet}:${f.state}`).sort()).toEqual(['bad:error', 'good:loaded']);
       },
       { timeout: 10_000, interval: 50 },
@@ -113,6 +121,44 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     expect(narrow.errors).toEqual([]);
   });
 
+  it('workspace entries not read are listed with their reason (a FIFO, a link to /dev/zero), on the list and the snippet', async () => {
+    const fifo = join(workspace, 'snippets', 'pipe');
+    const zero = join(workspace, 'snippets', 'good', 'zero.ts');
+    execFileSync('mkfifo', [fifo]);
+    await symlink('/dev/zero', zero);
+    try {
+      await vi.waitFor(
+        async () => {
+          const ws = (await gui.core.call('GET', '/_emu/workspace', undefined, { key: gui.core.admin })).json;
+          expect(ws.skipped.map((s: { path: string }) => s.path)).toContain('snippets/pipe');
+          const good = ws.folders.find((f: { snippet: string }) => f.snippet === 'good');
+          expect(good.skipped.map((s: { path: string }) => s.path)).toContain('zero.ts');
+        },
+        { timeout: 10_000, interval: 50 },
+      );
+      const p = await gui.open();
+      await p.go('snippets');
+      const box = p.page.getByTestId('workspace-skipped');
+      expect(await text(p, box, 'the skipped entries')).toContain('not read');
+      const pipe = box.locator('[data-path="snippets/pipe"]');
+      expect(await pipe.getAttribute('data-code')).toBe('special_file');
+      expect(await pipe.innerText()).toContain('a FIFO (named pipe), not a regular file');
+      expect(await pipe.innerText()).toContain('replace it with a regular file');
+      const link = box.locator('[data-path="snippets/good/zero.ts"]');
+      expect(await link.getAttribute('data-code')).toBe('symlink_outside');
+      expect(await link.innerText()).toContain('/dev/zero, outside the workspace');
+      expect(await link.innerText()).toContain(join(workspace, 'snippets', 'good', 'zero.ts'));
+      await p.screenshot('snippets-skipped');
+
+      await p.go('snippet/good');
+      expect(await text(p, p.page.getByTestId('snippet-skipped'), 'the skipped entries of good')).toContain('zero.ts');
+      expect(p.errors).toEqual([]);
+    } finally {
+      await rm(fifo, { force: true });
+      await rm(zero, { force: true });
+    }
+  });
+
   it('Code shows the files of a version with a file picker, and says where a workspace snippet lives', async () => {
     const p = await gui.open();
     await p.go('snippet/hello');
@@ -122,14 +168,23 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     expect(code).toContain('version: 2');
     expect(await p.page.getByTestId('tab-code').getAttribute('aria-current')).toBe('page');
 
-    await p.page.getByTestId('file-picker').getByRole('button', { name: /greet\.ts/ }).click();
+    await p.page
+      .getByTestId('file-picker')
+      .getByRole('button', { name: /greet\.ts/ })
+      .click();
     expect(await p.page.getByTestId('code-file').innerText()).toBe('greet.ts');
     expect(await p.page.getByTestId('code-view').innerText()).toContain('export const greet');
 
     await p.page.getByTestId('code-version').selectOption('1');
     await vi.waitFor(async () => expect(await p.page.getByTestId('code-view').innerText()).toContain('version: 1'), { timeout: 5000 });
-    await p.page.getByTestId('file-picker').getByRole('button', { name: /greet\.ts/ }).click();
-    await p.page.getByTestId('file-picker').getByRole('button', { name: /index\.ts/ }).click();
+    await p.page
+      .getByTestId('file-picker')
+      .getByRole('button', { name: /greet\.ts/ })
+      .click();
+    await p.page
+      .getByTestId('file-picker')
+      .getByRole('button', { name: /index\.ts/ })
+      .click();
     await p.screenshot('snippet-code');
 
     await p.go('snippet/good/code');
@@ -158,7 +213,10 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     });
     await p.page.reload();
     await p.page.getByTestId('open-in-editor').click();
-    await vi.waitFor(async () => expect(await p.page.evaluate(() => (window as unknown as { __opened: string[] }).__opened)).toEqual([goodFile]), { timeout: 5000 });
+    await vi.waitFor(
+      async () => expect(await p.page.evaluate(() => (window as unknown as { __opened: string[] }).__opened)).toEqual([goodFile]),
+      { timeout: 5000 },
+    );
     expect(await p.page.getByTestId('editor-hint').getByRole('alert').count()).toBe(0);
     await p.page.getByTestId('open-in-editor').click();
     expect(await text(p, p.page.getByTestId('editor-hint').getByRole('alert'), 'the refusal')).toBe('Could not open it: the file is gone');
@@ -186,7 +244,9 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
 
     // Above the cap: refused in the form, naming the cap; nothing is sent.
     await p.page.getByLabel('Memory', { exact: true }).fill('4096');
-    expect(await text(p, p.page.getByTestId('limit-max_memory_mb-problem'), 'the cap message')).toContain('above the tenant cap of 2048 MB');
+    expect(await text(p, p.page.getByTestId('limit-max_memory_mb-problem'), 'the cap message')).toContain(
+      'above the tenant cap of 2048 MB',
+    );
     expect(await save.isDisabled()).toBe(true);
     await p.page.getByLabel('CPU', { exact: true }).fill('1.5');
     expect(await p.page.getByTestId('limit-max_cpu_percent-problem').innerText()).toContain('whole number');
@@ -229,7 +289,9 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
       expect(notice).toContain('limit_exceeds_tenant_cap');
       expect(notice).toContain('body.max_memory_mb');
       // The form read the caps again: it now names the lower cap itself.
-      expect(await text(p, p.page.getByTestId('limit-max_memory_mb-problem').filter({ hasText: 'cap' }), 'the new cap')).toContain('above the tenant cap of 300 MB');
+      expect(await text(p, p.page.getByTestId('limit-max_memory_mb-problem').filter({ hasText: 'cap' }), 'the new cap')).toContain(
+        'above the tenant cap of 300 MB',
+      );
       await p.screenshot('snippet-settings-422');
       expect((await api('GET', '/v1/snippets/tuned/versions')).data).toHaveLength(2);
     } finally {
@@ -252,18 +314,31 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     expect(await text(p, p.page.getByTestId('deploy-done'), 'the deploy message')).toBe('Deployed v1 to prod.');
     await p.page.getByTestId('deploy-version').selectOption('2');
     await p.page.getByTestId('deploy').click();
-    await vi.waitFor(async () => expect(await p.page.getByTestId('deploy-done').innerText()).toBe('Deployed v2 to prod.'), { timeout: 5000 });
-    const prod = () => gui.core.call('GET', '/v1/snippets/hello/environments').then((r) => (r.json.data as { env: string; version: number | null }[]).find((d) => d.env === 'prod'));
+    await vi.waitFor(async () => expect(await p.page.getByTestId('deploy-done').innerText()).toBe('Deployed v2 to prod.'), {
+      timeout: 5000,
+    });
+    const prod = () =>
+      gui.core
+        .call('GET', '/v1/snippets/hello/environments')
+        .then((r) => (r.json.data as { env: string; version: number | null }[]).find((d) => d.env === 'prod'));
     expect(await prod()).toMatchObject({ version: 2, previous_version: 1 });
 
     // Roll back: prod runs v1 again.
     const rollback = p.page.getByTestId('rollback-prod');
     expect(await text(p, rollback, 'the roll back button')).toBe('Roll back to v1');
     await rollback.click();
-    await vi.waitFor(async () => expect(await p.page.getByTestId('deploy-done').innerText()).toContain('Rolled prod back to v1'), { timeout: 5000 });
+    await vi.waitFor(async () => expect(await p.page.getByTestId('deploy-done').innerText()).toContain('Rolled prod back to v1'), {
+      timeout: 5000,
+    });
     expect(await prod()).toMatchObject({ version: 1, previous_version: 2 });
     // the table reloads after the message: wait for it rather than read it once
-    await vi.waitFor(async () => expect(await p.page.locator('[data-testid="deployment"][data-env="prod"]').getByTestId('deployment-version').innerText()).toBe('v1'), { timeout: 5000 });
+    await vi.waitFor(
+      async () =>
+        expect(await p.page.locator('[data-testid="deployment"][data-env="prod"]').getByTestId('deployment-version').innerText()).toBe(
+          'v1',
+        ),
+      { timeout: 5000 },
+    );
 
     // The diff of v1 → v2 shows the changed line.
     const diff = p.page.getByTestId('diff');
@@ -339,7 +414,11 @@ describe.skipIf(!!skipReason)('snippet pages', () => {
     await p.page.getByTestId('run-mode').selectOption('stream');
     await p.page.getByTestId('run').click();
     expect(await text(p, p.page.getByTestId('run-problem'), 'the stream error')).toContain('kaboom mid-stream');
-    expect(await p.page.getByTestId('stream-event').evaluateAll((r) => r.map((x) => x.getAttribute('data-event')))).toEqual(['start', 'chunk', 'error']);
+    expect(await p.page.getByTestId('stream-event').evaluateAll((r) => r.map((x) => x.getAttribute('data-event')))).toEqual([
+      'start',
+      'chunk',
+      'error',
+    ]);
     expect(unexpected(p.errors, 500)).toEqual([]);
   });
 

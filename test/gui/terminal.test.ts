@@ -25,7 +25,10 @@ async function shows(page: GuiPage, re: RegExp, what: string, timeout = 10_000):
   await vi.waitFor(
     async () => {
       const text = await screenText(page).catch(() => '<no terminal>');
-      if (!re.test(text)) throw new Error(`${what}: no ${re} on the terminal; it shows ${JSON.stringify(text.slice(-800))}; errors: ${JSON.stringify(page.errors)}`);
+      if (!re.test(text))
+        throw new Error(
+          `${what}: no ${re} on the terminal; it shows ${JSON.stringify(text.slice(-800))}; errors: ${JSON.stringify(page.errors)}`,
+        );
     },
     { timeout, interval: 50 },
   );
@@ -42,7 +45,8 @@ async function terminals() {
   return r.json as { data: { id: string; status: string; cols: number; rows: number; exit_code: number | null }[] };
 }
 
-describe.skipIf(!!skipReason)('the Terminal page', () => {
+// One user's session, in its order (each step works on the shells the one before opened): not shuffled.
+describe.skipIf(!!skipReason)('the Terminal page', { shuffle: false }, () => {
   beforeAll(async () => {
     home = await tempDir('svc-emu-gui-term-home-');
     process.env.HOME = home;
@@ -89,7 +93,9 @@ describe.skipIf(!!skipReason)('the Terminal page', () => {
     await shows(p, new RegExp(`^${t!.rows} ${t!.cols}$`, 'm'), 'stty size after the fit');
     expect(await text(p.page.getByTestId('term-status'))).toContain(`${t!.cols}×${t!.rows}`);
     // Colours, for the screenshots (the ANSI palette in both schemes).
-    await p.page.keyboard.type("printf '\\e[31mred \\e[32mgreen \\e[33myellow \\e[34mblue \\e[35mmagenta \\e[36mcyan \\e[1mbold\\e[0m\\n'\n");
+    await p.page.keyboard.type(
+      "printf '\\e[31mred \\e[32mgreen \\e[33myellow \\e[34mblue \\e[35mmagenta \\e[36mcyan \\e[1mbold\\e[0m\\n'\n",
+    );
     await shows(p, /^red green yellow blue magenta cyan bold$/m, 'the colour line');
     await p.screenshot('terminal');
 
@@ -148,7 +154,9 @@ describe.skipIf(!!skipReason)('the Terminal page', () => {
     const tabs = p.page.getByTestId('term-tabs').getByRole('tab');
     await vi.waitFor(async () => expect(await tabs.count()).toBe(2));
     expect(await tabs.nth(1).getAttribute('aria-selected')).toBe('true');
-    await vi.waitFor(async () => expect(await p.page.getByTestId('term-screen').getAttribute('data-conn')).toBe('open'), { timeout: 10_000 });
+    await vi.waitFor(async () => expect(await p.page.getByTestId('term-screen').getAttribute('data-conn')).toBe('open'), {
+      timeout: 10_000,
+    });
     await p.page.keyboard.type('exit 0\n');
     expect(await text(p.page.getByTestId('term-status').getByText('exited with 0'))).toBe('exited with 0');
     await shows(p, /\[exited with 0\]/, 'the exit on the screen');

@@ -11,14 +11,22 @@ if (skipReason) console.warn(`\n[vm.test] SKIPPING the executor VM page tests: $
 
 async function waitText(p: GuiPage, locator: Locator, expected: string | RegExp, what: string) {
   try {
-    await expect.poll(async () => (await locator.count()) > 0 && (await locator.first().innerText()), { timeout: 10_000, interval: 100 }).toMatch(expected);
+    await expect
+      .poll(async () => (await locator.count()) > 0 && (await locator.first().innerText()), { timeout: 10_000, interval: 100 })
+      .toMatch(expected);
   } catch (err) {
-    const body = await p.page.locator('body').innerText({ timeout: 1000 }).catch(() => '<unreadable>');
-    throw new Error(`${what}: ${(err as Error).message.split('\n')[0]}\npage: ${JSON.stringify(body.slice(0, 2500))}\nerrors: ${JSON.stringify(p.errors)}`);
+    const body = await p.page
+      .locator('body')
+      .innerText({ timeout: 1000 })
+      .catch(() => '<unreadable>');
+    throw new Error(
+      `${what}: ${(err as Error).message.split('\n')[0]}\npage: ${JSON.stringify(body.slice(0, 2500))}\nerrors: ${JSON.stringify(p.errors)}`,
+    );
   }
 }
 
-describe.skipIf(!!skipReason)('executor VM on the Parity status page (fake limactl)', () => {
+// The steps of one fake VM's life, in their order (each starts where the one before left the VM): not shuffled.
+describe.skipIf(!!skipReason)('executor VM on the Parity status page (fake limactl)', { shuffle: false }, () => {
   let gui: Gui;
   let fake: FakeLimactl;
   let p: GuiPage;

@@ -21,12 +21,16 @@ if (rootAt > 0 && !projectRoot) {
 }
 const configAt = process.argv.indexOf('--config');
 const extra = configAt > 0 ? (JSON.parse(process.argv[configAt + 1] ?? '{}') as Record<string, unknown>) : {};
-const emu = await startEmulator({ dataDir, port: 0, ...(projectRoot ? { projectRoot } : {}), ...extra });
+// No framework spares unless the test's --config asks ({"spares":"all"}): a LangGraph import is ~1 s of CPU per core start.
+const emu = await startEmulator({ dataDir, port: 0, spares: 'plain', ...(projectRoot ? { projectRoot } : {}), ...extra });
 process.stdout.write(
   JSON.stringify({ url: emu.url, key: emu.localApiKey, admin: emu.adminToken, pid: process.pid, data_dir: emu.dataDir }) + '\n',
 );
 const stop = () => {
-  emu.stop().then(() => process.exit(0), () => process.exit(1));
+  emu.stop().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 };
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

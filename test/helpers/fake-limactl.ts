@@ -39,7 +39,12 @@ export async function fakeLimactl(): Promise<FakeLimactl> {
     fail: {},
     garbage: false,
     ...(existsSync(statePath) ? (JSON.parse(await readFile(statePath, 'utf8')) as Partial<FakeLimaState>) : {}),
-    calls: existsSync(callsPath) ? (await readFile(callsPath, 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as string[]) : [],
+    calls: existsSync(callsPath)
+      ? (await readFile(callsPath, 'utf8'))
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as string[])
+      : [],
   });
   return {
     path,
@@ -62,5 +67,15 @@ export async function fakeLimactl(): Promise<FakeLimactl> {
 export function agentInFakeVm(fake: FakeLimactl, opts: { projectRoot: string; bunBin: string; workDir: string }): string[] {
   const state = join(fake.dir, 'fake-limactl.state.json');
   const gate = `grep -Eq '"status": ?"Running"' '${state}' 2>/dev/null || { echo 'instance "svc-emu" is not running' >&2; exit 1; }; exec "$0" "$@"`;
-  return ['/bin/sh', '-c', gate, opts.bunBin, join(opts.projectRoot, 'executor', 'agent.ts'), '--root', opts.projectRoot, '--work', opts.workDir];
+  return [
+    '/bin/sh',
+    '-c',
+    gate,
+    opts.bunBin,
+    join(opts.projectRoot, 'executor', 'agent.ts'),
+    '--root',
+    opts.projectRoot,
+    '--work',
+    opts.workDir,
+  ];
 }

@@ -37,8 +37,12 @@ export interface Gui {
   close(): Promise<void>;
 }
 
-export async function startGui(opts: { workspace?: string; config?: Partial<EmulatorConfig> } = {}): Promise<Gui> {
-  const core = await startTestCore({ workspace: opts.workspace, config: { rendererDir: RENDERER_DIR, ...opts.config } });
+export async function startGui(opts: { workspace?: string; config?: Partial<EmulatorConfig>; dataDir?: string } = {}): Promise<Gui> {
+  const core = await startTestCore({
+    workspace: opts.workspace,
+    dataDir: opts.dataDir,
+    config: { rendererDir: RENDERER_DIR, ...opts.config },
+  });
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -92,8 +96,13 @@ export async function shownText(p: GuiPage, locator: Locator, what: string): Pro
   try {
     await locator.first().waitFor({ state: 'visible' });
   } catch (err) {
-    const body = await p.page.locator('body').innerText({ timeout: 1000 }).catch(() => '<unreadable>');
-    throw new Error(`${what} never appeared (${(err as Error).message.split('\n')[0]})\npage: ${JSON.stringify(body.slice(0, 2000))}\nerrors: ${JSON.stringify(p.errors)}`);
+    const body = await p.page
+      .locator('body')
+      .innerText({ timeout: 1000 })
+      .catch(() => '<unreadable>');
+    throw new Error(
+      `${what} never appeared (${(err as Error).message.split('\n')[0]})\npage: ${JSON.stringify(body.slice(0, 2000))}\nerrors: ${JSON.stringify(p.errors)}`,
+    );
   }
   return locator.first().innerText();
 }

@@ -21,15 +21,23 @@ export interface Child {
 
 const children: ChildProcess[] = [];
 
-/** `args`: core-process.mts flags, e.g. ['--project-root', ROOT] to run snippets. */
-export async function spawnCore(dataDir: string, args: string[] = []): Promise<Child> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', SCRIPT, dataDir, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * `args`: core-process.mts flags, e.g. ['--project-root', ROOT] to run snippets. `nodeFlags`: for node
+ * itself, e.g. ['--max-old-space-size=64', '--expose-gc'].
+ */
+export async function spawnCore(dataDir: string, args: string[] = [], nodeFlags: string[] = []): Promise<Child> {
+  const proc = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', SCRIPT, dataDir, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(proc);
   let err = '';
-  proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => proc.once('exit', (code, signal) => res({ code, signal })));
+  proc.stderr.on('data', (c: Buffer) => (err += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) =>
+    proc.once('exit', (code, signal) => res({ code, signal })),
+  );
   const line = await Promise.race([
-    new Promise<string>((res) => createInterface({ input: proc.stdout! }).once('line', res)),
+    new Promise<string>((res) => createInterface({ input: proc.stdout }).once('line', res)),
     exited.then((e) => Promise.reject(new Error(`core process exited (${JSON.stringify(e)}) before it listened:\n${err}`))),
     new Promise<string>((_, rej) => setTimeout(() => rej(new Error(`core process did not start in 20 s:\n${err}`)), 20_000)),
   ]);

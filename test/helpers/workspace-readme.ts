@@ -21,7 +21,12 @@ export async function readmeRows(): Promise<Map<string, ReadmeRow>> {
     const name = /^`([a-z0-9-]+)`$/.exec(cells[1] ?? '')?.[1];
     if (!name || cells.length < 7) continue;
     const firstJson = (cell: string) => /`(\{.*?\}|null)`/.exec(cell)?.[1] ?? '';
-    rows.set(name, { runtime: cells[2]!, input: firstJson(cells[4]!), answer: firstJson(cells[5]!), needsProvider: cells[5]!.startsWith('with the fake provider:') });
+    rows.set(name, {
+      runtime: cells[2]!,
+      input: firstJson(cells[4]!),
+      answer: firstJson(cells[5]!),
+      needsProvider: cells[5]!.startsWith('with the fake provider:'),
+    });
   }
   return rows;
 }

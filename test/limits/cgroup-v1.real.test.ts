@@ -1,16 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CgroupV1Backend, CgroupV1Group } from '../../executor/limits/cgroup-v1';
-import { parseCgroupMounts } from '../../executor/limits/mountinfo';
+import { parseCgroupMounts, v1MountFor } from '../../executor/limits/mountinfo';
 import { MemoryWatchdog } from '../../executor/limits/watchdog';
 import type { OomEvidence } from '../../executor/limits/watchdog';
 import type { LimitGroup, UsageSample } from '../../executor/limits/types';
 import { bwrapArgv, bwrapAvailable } from '../../executor/sandbox/bwrap';
+import { limitBackendConformance, type LimitHarness } from '../conformance/limit-backend';
+import { TREE_ARGV, spawnTree } from '../conformance/processes';
 import { cgroupV1Status, killedBySigkill, loudSkip, median, mountinfo, pythonBinds, pythonPath, run, uniqueId } from './host';
 
-// Real cgroups (v1, as root): the test machines have them; elsewhere this file skips, loudly.
+// Real cgroups (v1, as root): the test machines have them; elsewhere this file skips, loudly. The promises every
+// limit backend keeps are test/conformance/limit-backend.ts's, run here on the real hierarchies; the measurements
+// and v1's own behaviours follow.
 
 const status = cgroupV1Status();
 const PY = pythonPath();
@@ -45,16 +50,6 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     if (figures.length) console.warn(`\n[limits] measured on this host:\n  ${figures.join('\n  ')}\n`);
   });
 
-  it('(e) the runner is in every group before it runs any code', async () => {
-    const g = await group(64, 16);
-    const r = await run(g.wrap([py, '-c', 'print(open("/proc/self/cgroup").read())']));
-    expect(r.code, r.stderr).toBe(0);
-    for (const h of ['memory', 'cpu', 'cpuacct', 'pids']) {
-      const line = r.stdout.split('\n').find((l) => l.split(':')[1]?.split(',').includes(h));
-      expect(line, `${h} in ${r.stdout}`).toMatch(new RegExp(`:/svc-emu/${g.id}$`));
-    }
-  });
-
   it('(e) a wrapper that cannot enter its group never runs the command', async () => {
     const g = await group(64, 16);
     const argv = g.wrap(['/bin/echo', 'ran']);
@@ -82,7 +77,9 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
   it('(b) pids.max 8 stops a fork loop (EAGAIN) and killAll then reaps everything', async () => {
     const g = await group(64, 8);
     let shellPid = 0;
-    const r = run(g.wrap(['/bin/sh', '-c', 'for i in $(seq 50); do sleep 5 & done; echo forked; wait']), { onSpawn: (p) => (shellPid = p) });
+    const r = run(g.wrap(['/bin/sh', '-c', 'for i in $(seq 50); do sleep 5 & done; echo forked; wait']), {
+      onSpawn: (p) => (shellPid = p),
+    });
     // let the loop hit the cap
     let current = 0;
     const deadline = performance.now() + 3000;
@@ -96,6 +93,7 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     // fork refusals are counted, and the group never exceeded the cap (the shell may have exited on the
     // failed fork, leaving its 7 sleeps behind)
     expect(Number(/max (\d+)/.exec(readFileSync(`${g.dirs.pids}/pids.events`, 'utf8'))?.[1] ?? 0)).toBeGreaterThan(0);
+    expect((await g.sample()).pids_limit_hits, 'the sample counts the refused forks').toBeGreaterThan(0);
     expect(current).toBeGreaterThanOrEqual(7);
     expect(current).toBeLessThanOrEqual(8);
     expect((await g.pids()).length).toBeGreaterThan(1);
@@ -104,24 +102,6 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     const done = await r;
     expect(done.stderr).toMatch(/fork|Resource temporarily unavailable/i);
     expect(shellPid).toBeGreaterThan(0);
-  });
-
-  it('(d) killAll kills a process tree (parent + sleeping children); destroy removes the dirs', async () => {
-    const g = await group(64, 32);
-    const r = run(g.wrap(['/bin/sh', '-c', 'sleep 30 & sleep 30 & (sleep 30 & sleep 30; wait) & wait']));
-    const deadline = performance.now() + 3000;
-    while ((await g.pids()).length < 6 && performance.now() < deadline) await new Promise((res) => setTimeout(res, 10));
-    expect((await g.pids()).length).toBe(6);
-    const t0 = performance.now();
-    await g.killAll();
-    const killMs = performance.now() - t0;
-    expect(await g.pids()).toEqual([]);
-    const done = await r;
-    expect(killedBySigkill(done)).toBe(true);
-    await g.destroy();
-    for (const d of g.uniqueDirs) expect(existsSync(d)).toBe(false);
-    await g.destroy(); // idempotent
-    figures.push(`killAll of a 6-process tree: ${killMs.toFixed(1)} ms`);
   });
 
   async function cpuShare(percent: number | null): Promise<{ share: number; throttledMs: number; wallMs: number }> {
@@ -154,17 +134,11 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     );
   });
 
-  it('setCpuPercent lifts and sets the quota on a running group (init uncapped, then capped)', async () => {
-    const g = await group(64, 8);
-    await g.setCpuPercent(25);
-    expect(readFileSync(`${g.dirs.cpu}/cpu.cfs_quota_us`, 'utf8').trim()).toBe('25000');
-    expect(readFileSync(`${g.dirs.cpu}/cpu.cfs_period_us`, 'utf8').trim()).toBe('100000');
-    await g.setCpuPercent(null);
-    expect(readFileSync(`${g.dirs.cpu}/cpu.cfs_quota_us`, 'utf8').trim()).toBe('-1');
-  });
-
   /** Runs 300 MB under 64 MiB with the watchdog; returns when the watchdog tripped and when the process ended. */
-  async function oomRace(percent: number | null, opts: { holdKernelOom?: boolean; killOnTrip?: boolean; liftOnKill?: boolean; wrapInner?: (argv: string[]) => string[] } = {}) {
+  async function oomRace(
+    percent: number | null,
+    opts: { holdKernelOom?: boolean; killOnTrip?: boolean; liftOnKill?: boolean; wrapInner?: (argv: string[]) => string[] } = {},
+  ) {
     const g = await group(64, 32, 'oom');
     if (opts.holdKernelOom) writeFileSync(`${g.dirs.memory}/memory.oom_control`, '1'); // simulate a kernel that never gets round to it
     await g.setCpuPercent(percent);
@@ -213,11 +187,11 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
         const o = await oomRace(pct);
         expect(killedBySigkill(o.r), JSON.stringify(o.r)).toBe(true);
         expect(o.after.oom_kills - o.baseline.oom_kills).toBe(1);
-        rows[key]!.exit.push(o.exitMs);
+        rows[key].exit.push(o.exitMs);
         if (o.trip) {
-          rows[key]!.trip.push(o.tripMs);
-          rows[key]!.reasons.push(o.trip.reason);
-        } else rows[key]!.reasons.push('exited before a sample saw it');
+          rows[key].trip.push(o.tripMs);
+          rows[key].reasons.push(o.trip.reason);
+        } else rows[key].reasons.push('exited before a sample saw it');
       }
     }
     for (const [k, v] of Object.entries(rows)) {
@@ -239,7 +213,10 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
       // how long after memory reached the limit did it trip: between (trip − first sample at the limit) and
       // (trip − last sample below it)
       const first = o.samples.findIndex((x) => x.memory_bytes >= 0.97 * 64 * MiB);
-      const sinceLimit: [number, number] = [o.trip!.at_ms - o.samples[first]!.at_ms, o.trip!.at_ms - (o.samples[first - 1]?.at_ms ?? o.samples[first]!.at_ms)];
+      const sinceLimit: [number, number] = [
+        o.trip!.at_ms - o.samples[first]!.at_ms,
+        o.trip!.at_ms - (o.samples[first - 1]?.at_ms ?? o.samples[first]!.at_ms),
+      ];
       runs.push({ trip: o.tripMs, kill: o.killMs, exit: o.exitMs, lift, ev: o.trip!, sinceLimit });
     }
     const ev = runs[0]!.ev;
@@ -258,9 +235,20 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     try {
       const samples: UsageSample[] = [];
       let tripped: OomEvidence | null = null;
-      const wd = new MemoryWatchdog({ sample: () => g.sample(), limitBytes: 16 * MiB, onSample: (x) => samples.push(x), onOom: (e) => (tripped = e) });
+      const wd = new MemoryWatchdog({
+        sample: () => g.sample(),
+        limitBytes: 16 * MiB,
+        onSample: (x) => samples.push(x),
+        onOom: (e) => (tripped = e),
+      });
       wd.start();
-      const r = await run(g.wrap(['/bin/sh', '-c', `dd if=/dev/zero of=${dir}/f bs=1M count=96 status=none && cat ${dir}/f ${dir}/f > /dev/null && echo done`]));
+      const r = await run(
+        g.wrap([
+          '/bin/sh',
+          '-c',
+          `dd if=/dev/zero of=${dir}/f bs=1M count=96 status=none && cat ${dir}/f ${dir}/f > /dev/null && echo done`,
+        ]),
+      );
       await new Promise((res) => setTimeout(res, 120));
       wd.stop();
       expect(r.stdout.trim(), r.stderr).toBe('done');
@@ -274,24 +262,91 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
     }
   }, 60_000);
 
-  it.skipIf(!bw?.ok)('bubblewrap inside a cgroup-v1 group is still OOM-killed (and CPU-capped)', async () => {
-    const sandbox = (inner: string[]) => [
-      ...bwrapArgv({ runtimeBinds: pythonBinds(py), bundleDir: '/usr/share', tmpSizeMb: 16, env: { PATH: '/usr/bin:/bin' }, ...(bw ? { features: bw.features } : {}) }),
-      ...inner,
-    ];
-    const o = await oomRace(null, { wrapInner: sandbox });
-    expect(killedBySigkill(o.r), JSON.stringify(o.r)).toBe(true);
-    expect(o.after.oom_kills - o.baseline.oom_kills).toBe(1);
-    const o10 = await oomRace(10, { wrapInner: sandbox });
-    expect(killedBySigkill(o10.r)).toBe(true);
-    figures.push(`bwrap + 300 MB under 64 MiB: exit after ${o.exitMs.toFixed(0)} ms uncapped, ${o10.exitMs.toFixed(0)} ms at 10% CPU`);
-    // the busy loop inside bwrap is capped too
-    const g = await group(64, 16, 'bwcpu');
-    await g.setCpuPercent(10);
-    const before = await g.sample();
-    const r = await run(g.wrap(sandbox([py, '-c', BUSY_1500MS])));
-    const after = await g.sample();
-    expect(r.code, r.stderr).toBe(0);
-    expect((after.cpu_usage_ns - before.cpu_usage_ns) / 1e6 / r.wallMs).toBeLessThanOrEqual(0.2);
-  }, 120_000);
+  it.skipIf(!bw?.ok)(
+    'bubblewrap inside a cgroup-v1 group is still OOM-killed (and CPU-capped)',
+    async () => {
+      const sandbox = (inner: string[]) => [
+        ...bwrapArgv({
+          runtimeBinds: pythonBinds(py),
+          bundleDir: '/usr/share',
+          tmpSizeMb: 16,
+          env: { PATH: '/usr/bin:/bin' },
+          ...(bw ? { features: bw.features } : {}),
+        }),
+        ...inner,
+      ];
+      const o = await oomRace(null, { wrapInner: sandbox });
+      expect(killedBySigkill(o.r), JSON.stringify(o.r)).toBe(true);
+      expect(o.after.oom_kills - o.baseline.oom_kills).toBe(1);
+      const o10 = await oomRace(10, { wrapInner: sandbox });
+      expect(killedBySigkill(o10.r)).toBe(true);
+      figures.push(`bwrap + 300 MB under 64 MiB: exit after ${o.exitMs.toFixed(0)} ms uncapped, ${o10.exitMs.toFixed(0)} ms at 10% CPU`);
+      // the busy loop inside bwrap is capped too
+      const g = await group(64, 16, 'bwcpu');
+      await g.setCpuPercent(10);
+      const before = await g.sample();
+      const r = await run(g.wrap(sandbox([py, '-c', BUSY_1500MS])));
+      const after = await g.sample();
+      expect(r.code, r.stderr).toBe(0);
+      expect((after.cpu_usage_ns - before.cpu_usage_ns) / 1e6 / r.wallMs).toBeLessThanOrEqual(0.2);
+    },
+    120_000,
+  );
 });
+
+/** The limit backend suite on this host's real v1 hierarchies, observed through their files. */
+async function v1Harness(): Promise<LimitHarness> {
+  const mounts = parseCgroupMounts(mountinfo());
+  const backend = await CgroupV1Backend.open({ mounts });
+  const py = PY ?? 'python3';
+  const read = (path: string) => readFileSync(path, 'utf8').trim();
+  return {
+    backend,
+    async applied(g) {
+      const { dirs } = g as CgroupV1Group;
+      const quota = Number(read(`${dirs.cpu}/cpu.cfs_quota_us`));
+      return {
+        memoryBytes: Number(read(`${dirs.memory}/memory.limit_in_bytes`)),
+        pidsMax: Number(read(`${dirs.pids}/pids.max`)),
+        cpuPercent: quota < 0 ? null : (quota / Number(read(`${dirs.cpu}/cpu.cfs_period_us`))) * 100,
+      };
+    },
+    probeArgv: (g) => [
+      '/bin/sh',
+      '-c',
+      `for h in memory cpu cpuacct pids; do grep -Eq "^[0-9]+:([^:]*,)?$h(,[^:]*)?:/svc-emu/${g.id}$" /proc/self/cgroup || exit 1; done; echo in-group`,
+    ],
+    populate: (g) => spawnTree(g.wrap(TREE_ARGV)),
+    async work(g) {
+      const code = 'b = b"x" * (16 * 1024 * 1024)\nsum(range(3_000_000))\nprint("ready", flush=True)\nimport time\ntime.sleep(30)';
+      const argv = g.wrap([py, '-c', code]);
+      const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => String(d).includes('ready') && resolve());
+        child.once('exit', (code) => reject(new Error(`the workload exited (${code}) before it was ready`)));
+      });
+      return async () => {
+        child.kill('SIGKILL');
+        await exited;
+      };
+    },
+    async oom(g) {
+      const r = await run(g.wrap([py, '-c', ALLOC_300MB]));
+      expect(killedBySigkill(r), JSON.stringify(r)).toBe(true);
+    },
+    async exists(id) {
+      return ['memory', 'cpu', 'cpuacct', 'pids', 'freezer'].some((h) => {
+        const m = v1MountFor(mounts, h);
+        return m !== null && existsSync(`${m.mountPoint.replace(/\/$/, '')}/svc-emu/${id}`);
+      });
+    },
+  };
+}
+
+limitBackendConformance(
+  'cgroup-v1',
+  v1Harness,
+  { memory: true, cpu: true, pids: true, placement: true, usage: true, oom: true, sweep: true, degraded: null },
+  usable ? null : `cgroup v1: ${status.ok ? 'no python3' : status.reason}`,
+);

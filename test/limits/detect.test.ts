@@ -5,7 +5,14 @@ import { CgroupV1Backend } from '../../executor/limits/cgroup-v1';
 import { CgroupV2Backend } from '../../executor/limits/cgroup-v2';
 import { cgroupDir, parseCgroupMounts, parseProcSelfCgroup } from '../../executor/limits/mountinfo';
 import {
-  MOUNTINFO_HYBRID, MOUNTINFO_NONE, MOUNTINFO_V1_HOST, MOUNTINFO_V2, USER_SERVICE, fakeExec, fakeTree, hookedFs,
+  MOUNTINFO_HYBRID,
+  MOUNTINFO_NONE,
+  MOUNTINFO_V1_HOST,
+  MOUNTINFO_V2,
+  USER_SERVICE,
+  fakeExec,
+  fakeTree,
+  hookedFs,
 } from './fake-cgroupfs';
 
 const cleanups: Array<() => void> = [];
@@ -19,19 +26,32 @@ function tree(files: Record<string, string>, dirs: string[] = []) {
 }
 
 const V1_DIRS = ['cpu', 'cpuacct', 'cpuset', 'memory', 'pids', 'devices', 'freezer', 'blkio'].map((d) => `sys/fs/cgroup/${d}`);
-const SYSTEMD_DOWN = fakeExec({ 'systemctl --user is-system-running': { code: 1, stdout: 'offline\n', stderr: 'Failed to connect to bus' } });
+const SYSTEMD_DOWN = fakeExec({
+  'systemctl --user is-system-running': { code: 1, stdout: 'offline\n', stderr: 'Failed to connect to bus' },
+});
 const UNIT = 'app-svc\\x2demu-1234.scope';
 
 describe('mountinfo parsing', () => {
   it('finds v1 hierarchies (separate and combined cpu/cpuacct), named ones, and the cgroup2 mount', () => {
     const host = parseCgroupMounts(MOUNTINFO_V1_HOST);
-    expect(host.filter((m) => m.version === 1).map((m) => m.controllers.join(','))).toEqual(
-      ['cpu', 'cpuacct', 'cpuset', 'memory', 'devices', 'freezer', 'blkio', 'pids', ''],
-    );
+    expect(host.filter((m) => m.version === 1).map((m) => m.controllers.join(','))).toEqual([
+      'cpu',
+      'cpuacct',
+      'cpuset',
+      'memory',
+      'devices',
+      'freezer',
+      'blkio',
+      'pids',
+      '',
+    ]);
     expect(host.find((m) => m.name === 'systemd')?.mountPoint).toBe('/sys/fs/cgroup/systemd');
     expect(host.find((m) => m.version === 2)?.mountPoint).toBe('/sys/fs/cgroup/unified');
     const hybrid = parseCgroupMounts(MOUNTINFO_HYBRID);
-    expect(hybrid.find((m) => m.controllers.includes('cpuacct'))).toMatchObject({ mountPoint: '/sys/fs/cgroup/cpu,cpuacct', controllers: ['cpu', 'cpuacct'] });
+    expect(hybrid.find((m) => m.controllers.includes('cpuacct'))).toMatchObject({
+      mountPoint: '/sys/fs/cgroup/cpu,cpuacct',
+      controllers: ['cpu', 'cpuacct'],
+    });
     expect(parseCgroupMounts(MOUNTINFO_NONE)).toEqual([]);
   });
 
@@ -57,7 +77,15 @@ describe('detectLimitBackend decision table', () => {
       'sys/fs/cgroup/cgroup.subtree_control': 'memory pids\n',
       'sys/fs/cgroup/cgroup.procs': '1\n',
     });
-    const r = await detectLimitBackend({ platform: 'linux', uid: 0, mountinfoText: MOUNTINFO_V2, selfCgroupText: '0::/init.scope\n', fsRoot: t.root, env: {}, exec: SYSTEMD_DOWN.exec });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 0,
+      mountinfoText: MOUNTINFO_V2,
+      selfCgroupText: '0::/init.scope\n',
+      fsRoot: t.root,
+      env: {},
+      exec: SYSTEMD_DOWN.exec,
+    });
     expect(r.backend.name).toBe('cgroup-v2');
     expect(r.backend.degraded).toBeNull();
     expect((r.backend as CgroupV2Backend).base).toBe(`${t.root}/sys/fs/cgroup/svc-emu`);
@@ -68,8 +96,20 @@ describe('detectLimitBackend decision table', () => {
   });
 
   it('v2 root without the cpu controller → cgroup-v2, degraded: CPU cap not enforced', async () => {
-    const t = tree({ 'sys/fs/cgroup/cgroup.controllers': 'memory pids\n', 'sys/fs/cgroup/cgroup.subtree_control': '', 'sys/fs/cgroup/cgroup.procs': '' });
-    const r = await detectLimitBackend({ platform: 'linux', uid: 0, mountinfoText: MOUNTINFO_V2, selfCgroupText: '0::/\n', fsRoot: t.root, env: {}, exec: SYSTEMD_DOWN.exec });
+    const t = tree({
+      'sys/fs/cgroup/cgroup.controllers': 'memory pids\n',
+      'sys/fs/cgroup/cgroup.subtree_control': '',
+      'sys/fs/cgroup/cgroup.procs': '',
+    });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 0,
+      mountinfoText: MOUNTINFO_V2,
+      selfCgroupText: '0::/\n',
+      fsRoot: t.root,
+      env: {},
+      exec: SYSTEMD_DOWN.exec,
+    });
     expect(r.backend.name).toBe('cgroup-v2');
     expect(r.backend.degraded).toMatch(/CPU cap is not enforced/);
     expect(r.reason).toMatch(/parity degraded/);
@@ -78,7 +118,11 @@ describe('detectLimitBackend decision table', () => {
   it('v2 delegated user cgroup (Delegate=yes) → cgroup-v2 in our own cgroup, our processes moved to a leaf', async () => {
     const self = `${USER_SERVICE}/app.slice/${UNIT}`;
     const d = `sys/fs/cgroup${self}`;
-    const t = tree({ [`${d}/cgroup.controllers`]: 'cpu memory pids\n', [`${d}/cgroup.subtree_control`]: '', [`${d}/cgroup.procs`]: '4242\n4243\n' });
+    const t = tree({
+      [`${d}/cgroup.controllers`]: 'cpu memory pids\n',
+      [`${d}/cgroup.subtree_control`]: '',
+      [`${d}/cgroup.procs`]: '4242\n4243\n',
+    });
     const anchor = `${t.root}/${d}`;
     const moved: string[] = [];
     // The kernel refuses to enable controllers while the anchor has processes (no internal processes).
@@ -91,7 +135,9 @@ describe('detectLimitBackend decision table', () => {
         }
         if (path === `${anchor}/svc-emu-core/cgroup.procs`) {
           moved.push(data);
-          const left = readFileSync(`${anchor}/cgroup.procs`, 'utf8').split('\n').filter((l) => l && l !== data);
+          const left = readFileSync(`${anchor}/cgroup.procs`, 'utf8')
+            .split('\n')
+            .filter((l) => l && l !== data);
           writeFileSync(`${anchor}/cgroup.procs`, left.map((l) => `${l}\n`).join(''));
           return;
         }
@@ -102,7 +148,16 @@ describe('detectLimitBackend decision table', () => {
       'systemctl --user is-system-running': { stdout: 'running\n' },
       [`systemctl --user show -p Delegate --value ${UNIT}`]: { stdout: 'yes\n' },
     });
-    const r = await detectLimitBackend({ platform: 'linux', uid: 1000, mountinfoText: MOUNTINFO_V2, selfCgroupText: `0::${self}\n`, fsRoot: t.root, env: {}, exec: ex.exec, fs });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 1000,
+      mountinfoText: MOUNTINFO_V2,
+      selfCgroupText: `0::${self}\n`,
+      fsRoot: t.root,
+      env: {},
+      exec: ex.exec,
+      fs,
+    });
     expect(r.backend.name).toBe('cgroup-v2');
     expect((r.backend as CgroupV2Backend).base).toBe(`${anchor}/svc-emu`);
     expect(moved).toEqual(['4242', '4243']);
@@ -124,7 +179,15 @@ describe('detectLimitBackend decision table', () => {
       [`systemctl --user show -p Delegate --value ${UNIT}`]: { stdout: 'no\n' },
       'systemd-run --version': { stdout: 'systemd 249 (249.11)\n' },
     });
-    const r = await detectLimitBackend({ platform: 'linux', uid: 1000, mountinfoText: MOUNTINFO_V2, selfCgroupText: `0::${self}\n`, fsRoot: t.root, env: {}, exec: ex.exec });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 1000,
+      mountinfoText: MOUNTINFO_V2,
+      selfCgroupText: `0::${self}\n`,
+      fsRoot: t.root,
+      env: {},
+      exec: ex.exec,
+    });
     expect(r.backend.name).toBe('systemd-scope');
     expect(r.backend.degraded).toMatch(/cpu controller is not available/);
     expect(r.checked[0]).toMatch(/cgroup-v2: not usable — our cgroup belongs to systemd unit .* not delegated/);
@@ -140,17 +203,31 @@ describe('detectLimitBackend decision table', () => {
     // our cgroup is a session scope owned by root: not writable, so v2 is skipped
     const fs = hookedFs({ writable: (p) => (p.includes('session-2.scope') ? false : undefined) });
     const r = await detectLimitBackend({
-      platform: 'linux', uid: 1000, mountinfoText: MOUNTINFO_V2, selfCgroupText: '0::/user.slice/user-1000.slice/session-2.scope\n',
-      fsRoot: t.root, env: { XDG_RUNTIME_DIR: '/run/user/1000' }, exec: ex.exec, fs,
+      platform: 'linux',
+      uid: 1000,
+      mountinfoText: MOUNTINFO_V2,
+      selfCgroupText: '0::/user.slice/user-1000.slice/session-2.scope\n',
+      fsRoot: t.root,
+      env: { XDG_RUNTIME_DIR: '/run/user/1000' },
+      exec: ex.exec,
+      fs,
     });
     expect(r.backend.name).toBe('systemd-scope');
     expect(r.backend.degraded).toBeNull();
     expect(r.checked[0]).toMatch(/^cgroup-v2: not usable/);
   });
 
-  it('v1 root (this host\'s layout) → cgroup-v1 with a svc-emu parent in memory, cpu, cpuacct and pids', async () => {
+  it("v1 root (this host's layout) → cgroup-v1 with a svc-emu parent in memory, cpu, cpuacct and pids", async () => {
     const t = tree({ 'sys/fs/cgroup/unified/cgroup.controllers': '' }, V1_DIRS);
-    const r = await detectLimitBackend({ platform: 'linux', uid: 0, mountinfoText: MOUNTINFO_V1_HOST, selfCgroupText: '4:memory:/\n0::/\n', fsRoot: t.root, env: {}, exec: SYSTEMD_DOWN.exec });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 0,
+      mountinfoText: MOUNTINFO_V1_HOST,
+      selfCgroupText: '4:memory:/\n0::/\n',
+      fsRoot: t.root,
+      env: {},
+      exec: SYSTEMD_DOWN.exec,
+    });
     expect(r.backend.name).toBe('cgroup-v1');
     expect(r.checked[0]).toMatch(/cgroup-v2: not usable — .*hybrid host/);
     const b = r.backend as CgroupV1Backend;
@@ -164,9 +241,20 @@ describe('detectLimitBackend decision table', () => {
   });
 
   it('hybrid root with a combined cpu,cpuacct mount → cgroup-v1, cpu and cpuacct share one group dir', async () => {
-    const t = tree({ 'sys/fs/cgroup/unified/cgroup.controllers': '', 'proc/swaps': 'Filename\tType\tSize\tUsed\tPriority\n' },
-      ['sys/fs/cgroup/cpu,cpuacct', 'sys/fs/cgroup/memory', 'sys/fs/cgroup/pids']);
-    const r = await detectLimitBackend({ platform: 'linux', uid: 0, mountinfoText: MOUNTINFO_HYBRID, selfCgroupText: '0::/\n', fsRoot: t.root, env: {}, exec: SYSTEMD_DOWN.exec });
+    const t = tree({ 'sys/fs/cgroup/unified/cgroup.controllers': '', 'proc/swaps': 'Filename\tType\tSize\tUsed\tPriority\n' }, [
+      'sys/fs/cgroup/cpu,cpuacct',
+      'sys/fs/cgroup/memory',
+      'sys/fs/cgroup/pids',
+    ]);
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 0,
+      mountinfoText: MOUNTINFO_HYBRID,
+      selfCgroupText: '0::/\n',
+      fsRoot: t.root,
+      env: {},
+      exec: SYSTEMD_DOWN.exec,
+    });
     expect(r.backend.name).toBe('cgroup-v1');
     const b = r.backend as CgroupV1Backend;
     expect(b.parents.cpu).toBe(b.parents.cpuacct);
@@ -183,7 +271,15 @@ describe('detectLimitBackend decision table', () => {
 
   it('v1 host, not root, no user manager → none, with every reason listed', async () => {
     const t = tree({ 'sys/fs/cgroup/unified/cgroup.controllers': '' }, V1_DIRS);
-    const r = await detectLimitBackend({ platform: 'linux', uid: 1000, mountinfoText: MOUNTINFO_V1_HOST, selfCgroupText: '0::/\n', fsRoot: t.root, env: {}, exec: SYSTEMD_DOWN.exec });
+    const r = await detectLimitBackend({
+      platform: 'linux',
+      uid: 1000,
+      mountinfoText: MOUNTINFO_V1_HOST,
+      selfCgroupText: '0::/\n',
+      fsRoot: t.root,
+      env: {},
+      exec: SYSTEMD_DOWN.exec,
+    });
     expect(r.backend.name).toBe('none');
     expect(r.backend.degraded).toBe('no cgroup backend on this host: only the timeout is enforced');
     expect(r.checked).toHaveLength(3);
@@ -199,7 +295,14 @@ describe('detectLimitBackend decision table', () => {
 
   it('SVC_EMU_LIMITS pins a backend; an unusable pinned backend gives none with the reason, never another backend', async () => {
     const t = tree({ 'sys/fs/cgroup/unified/cgroup.controllers': '' }, V1_DIRS);
-    const base = { platform: 'linux' as const, uid: 0, mountinfoText: MOUNTINFO_V1_HOST, selfCgroupText: '0::/\n', fsRoot: t.root, exec: SYSTEMD_DOWN.exec };
+    const base = {
+      platform: 'linux' as const,
+      uid: 0,
+      mountinfoText: MOUNTINFO_V1_HOST,
+      selfCgroupText: '0::/\n',
+      fsRoot: t.root,
+      exec: SYSTEMD_DOWN.exec,
+    };
     expect((await detectLimitBackend({ ...base, env: { SVC_EMU_LIMITS: 'none' } })).backend.name).toBe('none');
     const pinned = await detectLimitBackend({ ...base, env: { SVC_EMU_LIMITS: 'cgroup-v2' } });
     expect(pinned.backend.name).toBe('none');
@@ -209,7 +312,9 @@ describe('detectLimitBackend decision table', () => {
 
   it('on this real host it picks something and says why', async () => {
     const r = await detectLimitBackend();
-    console.warn(`[limits] this host: ${r.reason}\n  ${r.checked.join('\n  ')}${r.backend.notes?.length ? `\n  notes: ${r.backend.notes.join('; ')}` : ''}`);
+    console.warn(
+      `[limits] this host: ${r.reason}\n  ${r.checked.join('\n  ')}${r.backend.notes?.length ? `\n  notes: ${r.backend.notes.join('; ')}` : ''}`,
+    );
     expect(['cgroup-v2', 'cgroup-v1', 'systemd-scope', 'none']).toContain(r.backend.name);
     if (process.getuid?.() === 0 && existsSync('/sys/fs/cgroup/memory/memory.limit_in_bytes')) expect(r.backend.name).toBe('cgroup-v1');
   });

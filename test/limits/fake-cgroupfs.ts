@@ -44,13 +44,21 @@ export function hookedFs(hooks: {
 }
 
 /** An ExecFn answering from a table keyed by "file arg1 arg2 …"; records every call. */
-export function fakeExec(table: Record<string, Partial<ExecResult>>, fallback: Partial<ExecResult> = { code: null, error: 'spawn ENOENT' }) {
+export function fakeExec(
+  table: Record<string, Partial<ExecResult>>,
+  fallback: Partial<ExecResult> = { code: null, error: 'spawn ENOENT' },
+) {
   const calls: string[][] = [];
   const exec: ExecFn = async (file, args) => {
     calls.push([file, ...args]);
     const key = [file, ...args].join(' ');
     const hit = table[key] ?? fallback;
-    return { code: hit.code === undefined ? 0 : hit.code, stdout: hit.stdout ?? '', stderr: hit.stderr ?? '', ...(hit.error ? { error: hit.error } : {}) };
+    return {
+      code: hit.code === undefined ? 0 : hit.code,
+      stdout: hit.stdout ?? '',
+      stderr: hit.stderr ?? '',
+      ...(hit.error ? { error: hit.error } : {}),
+    };
   };
   return { exec, calls };
 }

@@ -16,10 +16,17 @@ export interface RunResult {
   pid: number;
 }
 
-export function run(argv: string[], opts: { timeoutMs?: number; onSpawn?: (pid: number) => void; env?: NodeJS.ProcessEnv; detached?: boolean } = {}): Promise<RunResult> {
+export function run(
+  argv: string[],
+  opts: { timeoutMs?: number; onSpawn?: (pid: number) => void; env?: NodeJS.ProcessEnv; detached?: boolean } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env, detached: opts.detached ?? false });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: opts.env ?? process.env,
+      detached: opts.detached ?? false,
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -57,7 +64,7 @@ export function pythonBinds(py: string): Array<{ src: string; dest: string }> {
 export function cgroupV1Status(): { ok: true } | { ok: false; reason: string } {
   if (process.platform !== 'linux') return { ok: false, reason: `platform ${process.platform}` };
   if (process.getuid?.() !== 0) return { ok: false, reason: `not root (uid ${process.getuid?.()})` };
-  let text = '';
+  let text: string;
   try {
     text = readFileSync('/proc/self/mountinfo', 'utf8');
   } catch {

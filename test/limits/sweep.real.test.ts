@@ -3,7 +3,7 @@
  * dead core (`c<pid>-…`) go, with any process still in them; groups of live cores and groups of other
  * names are never touched.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { detectLimitBackend } from '../../executor/limits/detect';
@@ -25,12 +25,9 @@ describe('isStaleGroup', () => {
 });
 
 describe.skipIf(!root)('sweep on this host', () => {
-  it('removes a dead core’s group (killing what is left in it) and keeps a live one', async () => {
+  it('removes a dead core’s group (killing what is left in it) and keeps a live one', async (ctx) => {
     const { backend } = await detectLimitBackend();
-    if (!backend.sweep) {
-      console.warn(`SKIPPING: the ${backend.name} backend has no sweep`);
-      return;
-    }
+    if (!backend.sweep) return ctx.skip(`the ${backend.name} limit backend has no sweep`);
     // A pid that surely is not running any more: a child that already exited.
     const dead = (await run(['/bin/true'])).pid;
     const stale = await backend.create(`c${dead}-sweep-test`, { memoryMb: 64, pidsMax: 16 });
@@ -38,7 +35,9 @@ describe.skipIf(!root)('sweep on this host', () => {
     const argv = stale.wrap(['/bin/sleep', '30']);
     const child = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
     const exited = new Promise((r) => child.once('exit', r));
-    await new Promise((r) => setTimeout(r, 100));
+    // Until the sleeper is in the stale group (the wrapper enters it before exec), not for a fixed time.
+    if (stale.pids) await vi.waitFor(async () => expect(await stale.pids!()).toContain(child.pid));
+    else await new Promise((r) => child.once('spawn', r));
     const removed = await backend.sweep(isStaleGroup);
     expect(removed).toBeGreaterThanOrEqual(1);
     await exited; // the sleeper in the stale group was killed

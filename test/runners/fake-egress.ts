@@ -1,6 +1,6 @@
 /**
  * A stand-in for the core's egress proxy (not a test file): a unix socket server speaking the contract
- * of DESIGN.md "Egress proxy" — one preamble line `SVC-EGRESS 1 <invocation id or ->\r\n`, then an
+ * of docs/egress-relay.md — one preamble line `SVC-EGRESS 1 <invocation id or ->\r\n`, then an
  * ordinary HTTP proxy connection — recording what arrives and answering a few fixed routes:
  *
  *   GET  http://…/big?n=N   N bytes of a known pattern (a download through the relay)
@@ -114,7 +114,9 @@ export async function startFakeEgress(opts: { keepAlive?: boolean; path?: string
       else if (url.pathname === '/echo') payload = Buffer.from(body);
       const keep = fake.keepAlive;
       busy = true;
-      sock.write(`HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${payload.length}\r\n${keep ? 'Connection: keep-alive' : 'Connection: close'}\r\n\r\n`);
+      sock.write(
+        `HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: ${payload.length}\r\n${keep ? 'Connection: keep-alive' : 'Connection: close'}\r\n\r\n`,
+      );
       sock.write(payload, () => {
         busy = false;
         if (!keep) sock.end();

@@ -96,7 +96,8 @@ export interface StartedRunner {
 export function spawnRunner(runtime: Runtime, bundle: string, entry: string, extraEnv: Record<string, string> = {}): ChildProcess {
   const bin = runtimeBinary(runtime);
   if (!bin) throw new Error(`no ${runtime} binary`);
-  const args = runtime === 'bun' ? [BUN_RUNNER, '--bundle', bundle, '--entry', entry] : ['-u', PY_RUNNER, '--bundle', bundle, '--entry', entry];
+  const args =
+    runtime === 'bun' ? [BUN_RUNNER, '--bundle', bundle, '--entry', entry] : ['-u', PY_RUNNER, '--bundle', bundle, '--entry', entry];
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', RUNNER_OWN: 'kept' };
   // The svc package as the venv will have it installed (until setup installs it there).
   if (runtime === 'python') env.PYTHONPATH = PY_SVC_DIR;
@@ -104,7 +105,12 @@ export function spawnRunner(runtime: Runtime, bundle: string, entry: string, ext
   return spawn(bin, args, { cwd: bundle, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
 }
 
-export async function startRunner(runtime: Runtime, files: Record<string, string>, entry?: string, extraEnv: Record<string, string> = {}): Promise<StartedRunner> {
+export async function startRunner(
+  runtime: Runtime,
+  files: Record<string, string>,
+  entry?: string,
+  extraEnv: Record<string, string> = {},
+): Promise<StartedRunner> {
   const bundle = makeBundle(files);
   const theEntry = entry ?? (runtime === 'bun' ? 'main.ts' : 'main.py');
   const t0 = performance.now();

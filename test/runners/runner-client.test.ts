@@ -49,16 +49,21 @@ describe('RunnerChannel', () => {
     expect(await readyP).toEqual(READY);
 
     const seen: string[] = [];
-    const p = channel.invoke('i1', { a: 1 }, { S: 'x' }, {
-      onLog: (s, d) => seen.push(`log:${s}:${d}`),
-      onChunk: (d) => seen.push(`chunk:${JSON.stringify(d)}`),
-      onCall: async (op, args) => {
-        seen.push(`call:${op}`);
-        if (args.key === 'bad') throw Object.assign(new Error('nope'), { code: 'validation_failed' });
-        if (args.key === 'boom') throw new Error('internal detail');
-        return op === 'store.get' ? { v: args.key } : undefined;
+    const p = channel.invoke(
+      'i1',
+      { a: 1 },
+      { S: 'x' },
+      {
+        onLog: (s, d) => seen.push(`log:${s}:${d}`),
+        onChunk: (d) => seen.push(`chunk:${JSON.stringify(d)}`),
+        onCall: async (op, args) => {
+          seen.push(`call:${op}`);
+          if (args.key === 'bad') throw Object.assign(new Error('nope'), { code: 'validation_failed' });
+          if (args.key === 'boom') throw new Error('internal detail');
+          return op === 'store.get' ? { v: args.key } : undefined;
+        },
       },
-    });
+    );
     const [, invoke] = await runner.frames(1).then((f) => [null, f[0]]);
     expect(invoke).toEqual({ t: 'invoke', id: 'i1', input: { a: 1 }, env: { S: 'x' } });
     runner.send({ t: 'log', id: 'i1', stream: 'stdout', data: 'hello\n' });
@@ -154,7 +159,12 @@ describe('RunnerChannel', () => {
     await channel.waitReady(1000);
     runner.send({ t: 'call', id: 'gone', cid: 'c9', op: 'store.get', args: { key: 'k' } });
     const frames = await runner.frames(1);
-    expect(frames[0]).toEqual({ t: 'reply', cid: 'c9', ok: false, error: { code: 'invocation_ended', message: 'the invocation that made this call has ended' } });
+    expect(frames[0]).toEqual({
+      t: 'reply',
+      cid: 'c9',
+      ok: false,
+      error: { code: 'invocation_ended', message: 'the invocation that made this call has ended' },
+    });
     expect(errors[0]?.code).toBe('unexpected_frame');
   });
 

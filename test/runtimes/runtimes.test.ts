@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareRuntime, readRuntimeInfo, RuntimeLock, RuntimeManifest, RuntimesNotInstalledError, type RuntimeInfo } from '../../executor/runtime-info';
+import {
+  compareRuntime,
+  readRuntimeInfo,
+  RuntimeLock,
+  RuntimeManifest,
+  RuntimesNotInstalledError,
+  type RuntimeInfo,
+} from '../../executor/runtime-info';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const MANIFEST_PATH = join(ROOT, 'executor/runtimes/manifest.json');
@@ -15,7 +22,9 @@ const manifest = RuntimeManifest.parse(JSON.parse(readFileSync(MANIFEST_PATH, 'u
 
 const installed = existsSync(LOCK_PATH);
 if (!installed) {
-  console.warn(`\n[runtimes.test] SKIPPING every installed-runtime test: ${LOCK_PATH} is missing (run node scripts/setup.mjs; npm test runs it first)\n`);
+  console.warn(
+    `\n[runtimes.test] SKIPPING every installed-runtime test: ${LOCK_PATH} is missing (run node scripts/setup.mjs; npm test runs it first)\n`,
+  );
 }
 
 interface Run {
@@ -133,7 +142,12 @@ describe('runtime-info', () => {
       bin: '/r/.runtimes/bun/node_modules/@oven/bun-linux-x64/bin/bun',
       version: over.bunVersion ?? manifest.bun.version,
       nodeModules: '/r/.runtimes/bun/node_modules',
-      packages: { ...manifest.bun.packages, ai: over.ai === undefined ? manifest.bun.packages.ai! : over.ai, '@svc/store': '0.1.0', '@svc/integrations': '0.1.0' },
+      packages: {
+        ...manifest.bun.packages,
+        ai: over.ai === undefined ? manifest.bun.packages.ai! : over.ai,
+        '@svc/store': '0.1.0',
+        '@svc/integrations': '0.1.0',
+      },
       bindReadOnly: ['/r/.runtimes/bun'],
     },
     python: {
@@ -254,7 +268,15 @@ describe.skipIf(!installed)('installed runtimes (.runtimes)', () => {
     const env = { PATH: '/usr/bin:/bin', HOME: scratch, NO_COLOR: '1' };
     const r = await run([info.bun.bin, '--no-install', join(bundle, 'index.ts')], { cwd: scratch, env });
     expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({ agent: 'function', ai: 'functionfunction', openai: 'function', compat: 'function', zod: 1, store: 'object', integrations: 'object' });
+    expect(JSON.parse(r.stdout)).toEqual({
+      agent: 'function',
+      ai: 'functionfunction',
+      openai: 'function',
+      compat: 'function',
+      zod: 1,
+      store: 'object',
+      integrations: 'object',
+    });
 
     // a package that is not in the runtime fails at once, offline (no auto-install from the registry)
     writeFileSync(join(bundle, 'missing.ts'), 'import leftPad from "left-pad";\nconsole.log(leftPad);\n');
@@ -266,7 +288,10 @@ describe.skipIf(!installed)('installed runtimes (.runtimes)', () => {
   it('NODE_PATH works for Bun too (with --no-install)', async () => {
     const bundle = join(scratch, 'loose');
     mkdirSync(bundle, { recursive: true });
-    writeFileSync(join(bundle, 'index.ts'), 'import { z } from "zod";\nimport * as store from "@svc/store";\nconsole.log(typeof z.object, typeof store);\n');
+    writeFileSync(
+      join(bundle, 'index.ts'),
+      'import { z } from "zod";\nimport * as store from "@svc/store";\nconsole.log(typeof z.object, typeof store);\n',
+    );
     const r = await run([info.bun.bin, '--no-install', join(bundle, 'index.ts')], {
       cwd: bundle,
       env: { PATH: '/usr/bin:/bin', HOME: scratch, NODE_PATH: info.bun.nodeModules },

@@ -102,9 +102,7 @@ describe('acquireDataDir', () => {
   });
 
   it('lets exactly one of several concurrent acquires win', async () => {
-    const results = await Promise.allSettled(
-      Array.from({ length: 6 }, () => acquireDataDir(paths, 'cli', '0.0.0-test')),
-    );
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => acquireDataDir(paths, 'cli', '0.0.0-test')));
     const won = results.filter((r): r is PromiseFulfilledResult<DataDirLock> => r.status === 'fulfilled');
     held.push(...won.map((r) => r.value));
     expect(won).toHaveLength(1);

@@ -91,6 +91,16 @@ describe('runDoctor on this host', () => {
     // The limit backend, the sandbox and the runtimes are reported from the host and the runtime lock.
     expect(['cgroup-v2', 'cgroup-v1', 'systemd-scope', 'none']).toContain(report.limits.backend);
     expect(typeof report.sandbox.bubblewrap).toBe('boolean');
+    if (report.sandbox.bubblewrap) {
+      // Who a snippet is, read from the host's /proc: never uid 0, no capabilities, no_new_privs, seccomp.
+      const id = report.sandbox.identity;
+      expect(id && !('error' in id) ? id.problems : id).toEqual([]);
+      if (id && !('error' in id)) {
+        expect(id.host_uid.every((u) => u !== 0)).toBe(true);
+        expect(id).toMatchObject({ ok: true, no_new_privs: true, seccomp: 'filter', mode: report.root ? 'root-drop' : 'user-namespace' });
+      }
+      expect(report.sandbox.seccomp_denies).toContain('mount');
+    }
     if (!('error' in report.runtime)) expect(report.runtime.mismatches).toEqual([]);
     expect(report.node).toBe(process.version);
     expect(report.platform).toBe(process.platform);
@@ -105,7 +115,10 @@ describe('runDoctor on this host', () => {
       const expected = parseCgroupMounts(readFileSync('/proc/mounts', 'utf8'));
       expect(report.cgroup).toMatchObject(expected);
       const controllersFile = expected.v2_mount ? join(expected.v2_mount, 'cgroup.controllers') : null;
-      const v2 = controllersFile && existsSync(controllersFile) ? readFileSync(controllersFile, 'utf8').trim().split(/\s+/).filter(Boolean).sort() : [];
+      const v2 =
+        controllersFile && existsSync(controllersFile)
+          ? readFileSync(controllersFile, 'utf8').trim().split(/\s+/).filter(Boolean).sort()
+          : [];
       expect(report.cgroup.v2_controllers).toEqual(v2);
       const usable = (list: string[]) => ['memory', 'cpu', 'pids'].every((c) => list.includes(c));
       const enforceable = usable(report.cgroup.v1_controllers) || usable(report.cgroup.v2_controllers);

@@ -221,7 +221,9 @@ describe('checkTarget', () => {
     const byName: EgressRules = { profile: 'production', allow: ['HOOKS.example.com:443'] };
     const v = await checkTarget('https://hooks.example.com/cb', byName, mixed);
     expect(v.refused).toBeNull();
-    expect(v.warning).toBe('production would refuse this target: 10.0.0.5 is private; allowed here by --egress-allow HOOKS.example.com:443');
+    expect(v.warning).toBe(
+      'production would refuse this target: 10.0.0.5 is private; allowed here by --egress-allow HOOKS.example.com:443',
+    );
 
     const byAddress: EgressRules = { profile: 'production', allow: ['10.0.0.5:443'] };
     expect((await checkTarget('https://hooks.example.com/cb', byAddress, mixed)).refused).toBeNull();
@@ -280,7 +282,14 @@ describe('refuseAddress at connect time (the delivering lookup)', () => {
     const get = (port: number, rules: EgressRules) =>
       new Promise<{ status: number; body: string }>((resolve, reject) => {
         const req = request(
-          { host: 'localhost', port, path: '/', family: 4, agent: false, lookup: guardedLookup((address, host, p) => refuseAddress(address, host, p, rules), port) },
+          {
+            host: 'localhost',
+            port,
+            path: '/',
+            family: 4,
+            agent: false,
+            lookup: guardedLookup((address, host, p) => refuseAddress(address, host, p, rules), port),
+          },
           (res) => {
             let body = '';
             res.setEncoding('utf8').on('data', (c: string) => (body += c));

@@ -8,7 +8,7 @@ import { connect, createServer, type AddressInfo, type Server as NetServer } fro
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EgressProxy } from '../../server/egress/proxy';
 import { EgressService } from '../../server/services/egress';
 import type { EgressRules } from '../../server/egress/policy';
@@ -26,7 +26,11 @@ beforeAll(async () => {
     hits++;
     let body = '';
     req.on('data', (c: Buffer) => (body += c));
-    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ path: req.url, host: req.headers.host, proxyAuth: req.headers['proxy-authorization'] ?? null, body })));
+    req.on('end', () =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ path: req.url, host: req.headers.host, proxyAuth: req.headers['proxy-authorization'] ?? null, body })),
+    );
   });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   upstreamPort = (upstream.address() as AddressInfo).port;
@@ -44,7 +48,11 @@ beforeEach(() => {
 });
 
 async function withProxy(rules: EgressRules, fn: (p: { egress: EgressService; socket: string }) => Promise<void>) {
-  const egress = new EgressService(rules, () => new Date(), (id) => (id === 'inv_1' ? 'acme' : null));
+  const egress = new EgressService(
+    rules,
+    () => new Date(),
+    (id) => (id === 'inv_1' ? 'acme' : null),
+  );
   const socket = join(dir, `egress-${Math.random().toString(36).slice(2)}.sock`);
   const proxy = new EgressProxy(egress, socket);
   await proxy.listen();
@@ -56,7 +64,11 @@ async function withProxy(rules: EgressRules, fn: (p: { egress: EgressService; so
 }
 
 /** Writes the preamble and `request`, returns everything the proxy answered until it closed. */
-function raw(socket: string, request: string, opts: { invocation?: string; closeAfterMs?: number } = {}): Promise<{ text: string; ms: number }> {
+function raw(
+  socket: string,
+  request: string,
+  opts: { invocation?: string; closeAfterMs?: number } = {},
+): Promise<{ text: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const c = connect(socket);
@@ -75,7 +87,7 @@ function bodyOf(text: string): string {
   const body = rest.join('\r\n\r\n');
   if (!/transfer-encoding: chunked/i.test(head!)) return body;
   let out = '';
-  for (let at = 0; at < body.length; ) {
+  for (let at = 0; at < body.length;) {
     const eol = body.indexOf('\r\n', at);
     const size = parseInt(body.slice(at, eol), 16);
     if (!size) break;
@@ -98,7 +110,18 @@ describe('plain HTTP through the proxy', () => {
       const body = JSON.parse(bodyOf(r.text));
       expect(body).toEqual({ path: '/x?y=1', host: `127.0.0.1:${upstreamPort}`, proxyAuth: null, body: '' });
       const [entry] = egress.log.list();
-      expect(entry).toMatchObject({ source: 'snippet', tenant: 'acme', invocation_id: 'inv_1', method: 'GET', host: '127.0.0.1', port: upstreamPort, path: '/x', status: 200, refused: null, fault: null });
+      expect(entry).toMatchObject({
+        source: 'snippet',
+        tenant: 'acme',
+        invocation_id: 'inv_1',
+        method: 'GET',
+        host: '127.0.0.1',
+        port: upstreamPort,
+        path: '/x',
+        status: 200,
+        refused: null,
+        fault: null,
+      });
       expect(entry!.bytes_in).toBeGreaterThan(10);
     });
   });
@@ -107,7 +130,10 @@ describe('plain HTTP through the proxy', () => {
     await withProxy(local, async ({ egress, socket }) => {
       egress.faults.add({ host: '127.0.0.1', action: { type: 'latency', ms: 100 }, times: 1 });
       const body = JSON.stringify({ hello: 'x'.repeat(5000) });
-      const r = await raw(socket, `POST http://127.0.0.1:${upstreamPort}/post HTTP/1.1\r\nHost: 127.0.0.1:${upstreamPort}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      const r = await raw(
+        socket,
+        `POST http://127.0.0.1:${upstreamPort}/post HTTP/1.1\r\nHost: 127.0.0.1:${upstreamPort}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
       expect(r.text).toMatch(/^HTTP\/1.1 200/);
       expect(JSON.parse(bodyOf(r.text)).body).toBe(body);
       expect(egress.log.list()[0]).toMatchObject({ method: 'POST', status: 200, bytes_out: body.length });
@@ -154,13 +180,26 @@ describe('the production profile, at connect time', () => {
       expect(r.text).toMatch(/^HTTP\/1.1 403 Forbidden/);
       expect(r.text).toContain('production refuses outbound connections');
     });
-    await withProxy({ profile: 'production', allow: [`127.0.0.1:${echoPort}`, `127.0.0.1:${upstreamPort}`] }, async ({ egress, socket }) => {
-      expect((await raw(socket, get(`http://127.0.0.1:${upstreamPort}/ok`))).text).toMatch(/^HTTP\/1.1 200/);
-      const tunnel = await raw(socket, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: x\r\n\r\nping`, { closeAfterMs: 300 });
-      expect(tunnel.text).toBe('HTTP/1.1 200 Connection Established\r\n\r\nping');
-      await new Promise((r) => setTimeout(r, 50));
-      expect(egress.log.list()[0]).toMatchObject({ method: 'CONNECT', host: '127.0.0.1', port: echoPort, path: null, status: 200, bytes_out: 4, bytes_in: 4 });
-    });
+    await withProxy(
+      { profile: 'production', allow: [`127.0.0.1:${echoPort}`, `127.0.0.1:${upstreamPort}`] },
+      async ({ egress, socket }) => {
+        expect((await raw(socket, get(`http://127.0.0.1:${upstreamPort}/ok`))).text).toMatch(/^HTTP\/1.1 200/);
+        const tunnel = await raw(socket, `CONNECT 127.0.0.1:${echoPort} HTTP/1.1\r\nHost: x\r\n\r\nping`, { closeAfterMs: 300 });
+        expect(tunnel.text).toBe('HTTP/1.1 200 Connection Established\r\n\r\nping');
+        // The tunnel's log entry is written when the tunnel closes: wait for it, not for a fixed time.
+        await vi.waitFor(() =>
+          expect(egress.log.list()[0]).toMatchObject({
+            method: 'CONNECT',
+            host: '127.0.0.1',
+            port: echoPort,
+            path: null,
+            status: 200,
+            bytes_out: 4,
+            bytes_in: 4,
+          }),
+        );
+      },
+    );
   });
 });
 
@@ -188,13 +227,15 @@ describe('fault rules', () => {
       expect(held.ms).toBeGreaterThanOrEqual(390);
 
       expect(hits).toBe(1); // only the slow call reached the server
-      await new Promise((r) => setTimeout(r, 20));
-      expect(egress.log.list().map((e) => [e.status, e.fault?.split(' (')[0] ?? null, e.error])).toEqual([
-        [null, 'timeout', 'held without an answer by a fault rule'],
-        [null, 'drop', 'connection dropped by a fault rule'],
-        [503, 'status 503', null],
-        [200, 'latency 300 ms', null],
-      ]);
+      // The held call's entry is written when its connection closes: wait for it, not for a fixed time.
+      await vi.waitFor(() =>
+        expect(egress.log.list().map((e) => [e.status, e.fault?.split(' (')[0] ?? null, e.error])).toEqual([
+          [null, 'timeout', 'held without an answer by a fault rule'],
+          [null, 'drop', 'connection dropped by a fault rule'],
+          [503, 'status 503', null],
+          [200, 'latency 300 ms', null],
+        ]),
+      );
     });
   });
 });

@@ -20,8 +20,16 @@ describe('executorAgentFor', () => {
   });
 
   it('in the Lima VM by default on macOS when limactl is on PATH or given', () => {
-    expect(executorAgentFor({ ...base, platform: 'darwin', path: `/nowhere:${bin}` })?.slice(0, 3)).toEqual(['limactl', 'shell', 'svc-emu']);
-    expect(executorAgentFor({ ...base, platform: 'darwin', limactl: '/opt/lima/bin/limactl' })?.slice(0, 3)).toEqual(['/opt/lima/bin/limactl', 'shell', 'svc-emu']);
+    expect(executorAgentFor({ ...base, platform: 'darwin', path: `/nowhere:${bin}` })?.slice(0, 3)).toEqual([
+      'limactl',
+      'shell',
+      'svc-emu',
+    ]);
+    expect(executorAgentFor({ ...base, platform: 'darwin', limactl: '/opt/lima/bin/limactl' })?.slice(0, 3)).toEqual([
+      '/opt/lima/bin/limactl',
+      'shell',
+      'svc-emu',
+    ]);
     expect(executorAgentFor({ ...base, platform: 'darwin', path: bin, choice: 'local' })).toBeNull();
   });
 

@@ -26,7 +26,8 @@ vi.mock('../../server/storage/atomic-file', async (importOriginal) => {
 });
 
 import { Repository } from '../../server/storage/repository';
-import { DbData, SCHEMA_VERSION, emptyDb, type InvocationRecord, type TenantRecord } from '../../server/storage/schema';
+import { durableWriteConformance, invocation as inv } from '../conformance/repository-writes';
+import { DbData, SCHEMA_VERSION, emptyDb, type TenantRecord } from '../../server/storage/schema';
 import { DataDirError } from '../../server/errors';
 
 let dir: string;
@@ -69,59 +70,79 @@ describe('Repository.open', () => {
     expect(repo.writeError).toBeNull();
   });
 
-  it('reports corrupt JSON as a DataDirError naming the file, the line and the column', async () => {
-    await writeFile(dbPath, '{"schema_version": 1, "tenants": [}');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    const message = (err as Error).message;
-    expect(message).toContain(dbPath);
-    expect(message).toContain('not valid JSON');
+  // Issue 14: a db.json the core cannot use never stops the start. The file is kept aside byte for byte
+  // (storage/quarantine.ts), the problem is reported with where it is, and the state starts empty.
+  /** Opens a db.json holding `text`; returns the repository and the one quarantined item's problem. */
+  async function openSetAside(text: string) {
+    await writeFile(dbPath, text);
+    const repo = await Repository.open(dbPath, { now: () => new Date(T0) });
+    const q = repo.quarantined!;
+    expect(q, 'something was quarantined').not.toBeNull();
+    expect(q.items).toHaveLength(1);
+    expect(q.items[0]).toMatchObject({ source: 'db.json', collection: null, label: 'the whole document' });
+    // The file as it was, byte for byte, next to the report; db.json itself now holds the empty state.
+    expect(q.copies).toEqual(['2026-01-01T00-00-00-000Z.db.json']);
+    expect(await readFile(join(dir, 'quarantine', q.copies[0]!), 'utf8')).toBe(text);
+    expect(JSON.parse(await readFile(join(dir, 'quarantine', q.file), 'utf8')).items[0].problems).toEqual(q.items[0]!.problems);
+    expect(repo.read((db) => db)).toEqual(emptyDb());
+    expect(await onDisk()).toEqual(emptyDb());
+    return { repo, problem: q.items[0]!.problems.join('; ') };
+  }
+
+  it('sets corrupt JSON aside, naming the line and the column, and starts empty', async () => {
+    const { problem } = await openSetAside('{"schema_version": 1, "tenants": [}');
+    expect(problem).toContain('not valid JSON');
     // The stray `}` is the 35th character of line 1.
-    expect(message).toMatch(/line 1, column 35/);
+    expect(problem).toMatch(/line 1, column 35/);
   });
 
   it('reports the line and column of a syntax error on a later line', async () => {
-    await writeFile(dbPath, '{\n  "schema_version": 1,\n  "tenants": [}\n}\n');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toContain(dbPath);
-    expect((err as Error).message).toMatch(/line 3, column 15/);
+    const { problem } = await openSetAside('{\n  "schema_version": 1,\n  "tenants": [}\n}\n');
+    expect(problem).toMatch(/line 3, column 15/);
   });
 
   it('converts a reported position into the right line and column', async () => {
     // V8 reports "at position 12" here: the `x` that should be a quoted property name (line 3, column 2).
-    await writeFile(dbPath, '{\n "a": 1,\n x}');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toMatch(/line 3, column 2\b/);
-    expect((err as Error).message).not.toMatch(/position \d+/);
+    const { problem } = await openSetAside('{\n "a": 1,\n x}');
+    expect(problem).toMatch(/line 3, column 2\b/);
+    expect(problem).not.toMatch(/position \d+/);
   });
 
   it('reports a truncated file (unexpected end of input) with where it ends', async () => {
-    await writeFile(dbPath, '{\n  "schema_version": 1,\n  "tenants": [');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toContain(dbPath);
-    expect((err as Error).message).toMatch(/line \d+, column \d+/);
+    const { problem } = await openSetAside('{\n  "schema_version": 1,\n  "tenants": [');
+    expect(problem).toMatch(/line \d+, column \d+/);
   });
 
-  it('reports valid JSON that is not an object', async () => {
-    await writeFile(dbPath, '[1, 2, 3]');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toContain(dbPath);
-    expect((err as Error).message).toContain('must hold a JSON object');
+  it('sets aside valid JSON that is not an object', async () => {
+    const { problem } = await openSetAside('[1, 2, 3]');
+    expect(problem).toContain('must hold a JSON object, found an array');
   });
 
-  it('reports valid JSON of the wrong shape field by field', async () => {
+  it('quarantines a record of the wrong shape alone, field by field, and keeps the rest', async () => {
     const doc = emptyDb() as unknown as Record<string, unknown>;
     const bad = { ...tenant(1), caps: { ...tenant(1).caps, timeout_ms: 'x' } };
-    doc.tenants = [bad];
-    await writeFile(dbPath, JSON.stringify(doc));
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toContain(dbPath);
-    expect((err as Error).message).toContain('tenants.0.caps.timeout_ms');
+    doc.tenants = [tenant(0), bad, tenant(2)];
+    const text = JSON.stringify(doc);
+    await writeFile(dbPath, text);
+    const repo = await Repository.open(dbPath, { now: () => new Date(T0) });
+    expect(repo.read((db) => db.tenants.map((t) => t.id))).toEqual(['ten_0', 'ten_2']);
+    const q = repo.quarantined!;
+    expect(q.items).toEqual([
+      {
+        source: 'db.json',
+        collection: 'tenants',
+        index: 1,
+        label: 'tenant "t-1"',
+        problems: [expect.stringContaining('caps.timeout_ms')],
+        record: bad,
+      },
+    ]);
+    expect(await readFile(join(dir, 'quarantine', q.copies[0]!), 'utf8')).toBe(text);
+    expect((await onDisk()).tenants.map((t) => t.id)).toEqual(['ten_0', 'ten_2']);
+    // The next open finds nothing more to set aside: db.json was rewritten without it.
+    const again = await Repository.open(dbPath);
+    expect(again.quarantined).toBeNull();
+    expect(again.read((db) => db.tenants.length)).toBe(2);
   });
 
   it('refuses a document written by a newer emulator', async () => {
@@ -133,11 +154,9 @@ describe('Repository.open', () => {
     expect((err as Error).message).toContain(`up to ${SCHEMA_VERSION}`);
   });
 
-  it('refuses a schema_version that is not a non-negative integer', async () => {
-    await writeFile(dbPath, JSON.stringify({ ...emptyDb(), schema_version: '1' }));
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toMatch(/schema_version must be a non-negative integer/);
+  it('sets aside a document whose schema_version is not a non-negative integer', async () => {
+    const { problem } = await openSetAside(JSON.stringify({ ...emptyDb(), schema_version: '1' }));
+    expect(problem).toMatch(/schema_version must be a non-negative integer/);
   });
 
   it('migrates a version-0 document (no schema_version, no integrations) and loads it', async () => {
@@ -160,13 +179,38 @@ describe('Repository.open', () => {
   it('migrates a version-2 document: webhook rotation fields on tenants; attempts, callback and parity warnings on invocations', async () => {
     const { previous_webhook_secret: _p, previous_webhook_secret_expires_at: _e, ...oldTenant } = tenant(3);
     const invocation = (id: string, status: string) => ({
-      id, tenant_id: 'ten_3', snippet_id: 'snp_1', snippet: 'hello', version: 1, env: null, mode: 'sync', status,
-      outcome: status === 'succeeded' ? 'success' : null, error: null, usage: null,
-      limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 }, overridden: false,
-      parity: { status: 'full', reasons: [] }, warm: null, logs_blob: null, logs_truncated: false, timeline_blob: null,
-      idempotency_key: null, created_at: T0, started_at: null, finished_at: null,
+      id,
+      tenant_id: 'ten_3',
+      snippet_id: 'snp_1',
+      snippet: 'hello',
+      version: 1,
+      env: null,
+      mode: 'sync',
+      status,
+      outcome: status === 'succeeded' ? 'success' : null,
+      error: null,
+      usage: null,
+      limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 },
+      overridden: false,
+      parity: { status: 'full', reasons: [] },
+      warm: null,
+      logs_blob: null,
+      logs_truncated: false,
+      timeline_blob: null,
+      idempotency_key: null,
+      created_at: T0,
+      started_at: null,
+      finished_at: null,
     });
-    await writeFile(dbPath, JSON.stringify({ ...emptyDb(), schema_version: 2, tenants: [oldTenant], invocations: [invocation('inv_1', 'succeeded'), invocation('inv_2', 'queued')] }));
+    await writeFile(
+      dbPath,
+      JSON.stringify({
+        ...emptyDb(),
+        schema_version: 2,
+        tenants: [oldTenant],
+        invocations: [invocation('inv_1', 'succeeded'), invocation('inv_2', 'queued')],
+      }),
+    );
     const repo = await Repository.open(dbPath);
     expect(repo.read((db) => db.tenants[0])).toEqual(tenant(3));
     expect(repo.read((db) => db.invocations.map((i) => [i.attempts, i.callback, i.parity_warnings]))).toEqual([
@@ -177,18 +221,6 @@ describe('Repository.open', () => {
 });
 
 describe('Repository.mutate', () => {
-  it('returns what fn returns and persists the change (re-open reads it back)', async () => {
-    const repo = await Repository.open(dbPath);
-    const result = await repo.mutate((db) => {
-      db.tenants.push(tenant(1));
-      return 'done';
-    });
-    expect(result).toBe('done');
-    const again = await Repository.open(dbPath);
-    expect(again.read((db) => db.tenants)).toEqual([tenant(1)]);
-    expect(DbData.safeParse(await onDisk()).success).toBe(true);
-  });
-
   it('writes db.json with mode 0600', async () => {
     const repo = await Repository.open(dbPath);
     await repo.mutate((db) => void db.tenants.push(tenant(1)));
@@ -258,13 +290,18 @@ describe('Repository.mutate', () => {
     const before = await readFile(dbPath, 'utf8');
     const writesBefore = dbWrites().length;
     const boom = new Error('refused');
-    await expect(
-      repo.mutate(() => {
-        throw boom;
-      }),
-    ).rejects.toBe(boom);
-    await new Promise((r) => setTimeout(r, 20));
-    // A refused change is not even written: no write was scheduled for it.
+    // A refused change is not even written: no write started, and none was scheduled for later (a timer).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      await expect(
+        repo.mutate(() => {
+          throw boom;
+        }),
+      ).rejects.toBe(boom);
+      expect(vi.getTimerCount(), 'a write scheduled for later').toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(dbWrites().length).toBe(writesBefore);
     expect(await readFile(dbPath, 'utf8')).toBe(before);
     expect(repo.read((db) => db.tenants)).toEqual([tenant(1)]);
@@ -282,39 +319,28 @@ describe('Repository.mutate', () => {
     expect(repo.writeError).toBeNull();
     expect((await onDisk()).tenants.map((t) => t.id)).toContain('ten_3');
   });
-
-  it('leaves no temp files behind after many writes', async () => {
-    const repo = await Repository.open(dbPath);
-    for (let round = 0; round < 5; round++) {
-      await Promise.all(Array.from({ length: 20 }, (_, i) => repo.mutate((db) => void db.tenants.push(tenant(round * 20 + i)))));
-    }
-    const names = await readdir(dir);
-    expect(names.filter((n) => n.endsWith('.tmp'))).toEqual([]);
-    expect(names).toEqual(['db.json']);
-  });
 });
 
 describe('Repository.mutateRecords (the journal)', () => {
-  const inv = (id: string, status: InvocationRecord['status']): InvocationRecord => ({
-    id, tenant_id: 'ten_1', snippet_id: 'snp_1', snippet: 'hello', version: 1, env: null, mode: 'async', status,
-    outcome: null, error: null, usage: null, limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 },
-    overridden: false, parity: { status: 'full', reasons: [] }, warm: null, logs_blob: null, logs_truncated: false,
-    timeline_blob: null, idempotency_key: null, attempts: 0, callback: null, parity_warnings: [], created_at: T0,
-    started_at: null, finished_at: null,
-  });
   const journalFiles = async () => (await readdir(join(dir, 'journal')).catch(() => [] as string[])).sort();
 
   it('is durable through the journal alone: a second open (after a crash) replays it into db.json', async () => {
     const repo = await Repository.open(dbPath);
-    await repo.mutateRecords((db) => {
-      db.invocations.push(inv('inv_1', 'queued'));
-      return db.invocations.at(-1)!;
-    }, (r) => [r]);
-    await repo.mutateRecords((db) => {
-      const r = db.invocations.find((i) => i.id === 'inv_1')!;
-      r.status = 'running';
-      return r;
-    }, (r) => [r]);
+    await repo.mutateRecords(
+      (db) => {
+        db.invocations.push(inv('inv_1', 'queued'));
+        return db.invocations.at(-1)!;
+      },
+      (r) => [r],
+    );
+    await repo.mutateRecords(
+      (db) => {
+        const r = db.invocations.find((i) => i.id === 'inv_1')!;
+        r.status = 'running';
+        return r;
+      },
+      (r) => [r],
+    );
     expect(dbWrites()).toHaveLength(0); // nothing but the journal was written yet
     expect(await journalFiles()).toEqual(['1.jsonl']);
 
@@ -328,10 +354,13 @@ describe('Repository.mutateRecords (the journal)', () => {
 
   it('a lazy db.json write takes the journal with it; older journal lines never overwrite newer state', async () => {
     const repo = await Repository.open(dbPath);
-    await repo.mutateRecords((db) => {
-      db.invocations.push(inv('inv_2', 'queued'));
-      return db.invocations.at(-1)!;
-    }, (r) => [r]);
+    await repo.mutateRecords(
+      (db) => {
+        db.invocations.push(inv('inv_2', 'queued'));
+        return db.invocations.at(-1)!;
+      },
+      (r) => [r],
+    );
     const stale = await readFile(join(dir, 'journal', '1.jsonl'), 'utf8');
     // A full write (as recovery does) changes the record without the journal.
     await repo.mutate((db) => void (db.invocations[0]!.status = 'succeeded'));
@@ -346,10 +375,13 @@ describe('Repository.mutateRecords (the journal)', () => {
 
   it('ignores a last line a crash cut short, and reports damage anywhere else', async () => {
     const repo = await Repository.open(dbPath);
-    await repo.mutateRecords((db) => {
-      db.invocations.push(inv('inv_3', 'queued'));
-      return db.invocations.at(-1)!;
-    }, (r) => [r]);
+    await repo.mutateRecords(
+      (db) => {
+        db.invocations.push(inv('inv_3', 'queued'));
+        return db.invocations.at(-1)!;
+      },
+      (r) => [r],
+    );
     await repo.close();
     const file = join(dir, 'journal', '9.jsonl');
     const line = JSON.stringify({ seq: 99, collection: 'invocations', record: inv('inv_4', 'queued') });
@@ -357,9 +389,115 @@ describe('Repository.mutateRecords (the journal)', () => {
     const ok = await Repository.open(dbPath);
     expect(ok.read((db) => db.invocations.map((i) => i.id))).toEqual(['inv_3', 'inv_4']);
     await ok.close();
-    await writeFile(join(dir, 'journal', '10.jsonl'), '{"seq": 200, "coll\n' + line.replace('"seq":99', '"seq":201') + '\n');
-    const err = await Repository.open(dbPath).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataDirError);
-    expect((err as Error).message).toMatch(/10\.jsonl.*line 1 is not valid JSON/);
+    const damaged = '{"seq": 200, "coll\n' + line.replace('"seq":99', '"seq":201') + '\n';
+    await writeFile(join(dir, 'journal', '10.jsonl'), damaged);
+    // Damage in the middle is reported and kept aside (the file, byte for byte); the good line still replays.
+    const after = await Repository.open(dbPath, { now: () => new Date(T0) });
+    expect(after.quarantined!.items).toEqual([
+      { source: 'journal/10.jsonl', collection: 'invocations', index: 1, label: 'journal line 1', problems: ['is not valid JSON'] },
+    ]);
+    expect(after.quarantined!.copies).toEqual(['2026-01-01T00-00-00-000Z.journal-10.jsonl']);
+    expect(await readFile(join(dir, 'quarantine', after.quarantined!.copies[0]!), 'utf8')).toBe(damaged);
+    expect(after.read((db) => db.invocations.map((i) => i.id))).toEqual(['inv_3', 'inv_4']);
+    await after.close();
   });
 });
+
+describe('Repository.mutateRecordsLazy (the journal, within 50 ms)', () => {
+  const journalText = async () => {
+    const files = await readdir(join(dir, 'journal')).catch(() => [] as string[]);
+    return (await Promise.all(files.map((f) => readFile(join(dir, 'journal', f), 'utf8')))).join('');
+  };
+  const push = (id: string, status: 'running' | 'succeeded') => (db: DbData) => {
+    db.invocations.push(inv(id, status));
+    return db.invocations.at(-1)!;
+  };
+  const finish = (id: string) => (db: DbData) => {
+    const r = db.invocations.find((i) => i.id === id)!;
+    r.status = 'succeeded';
+    return r;
+  };
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('reaches the journal when the 50 ms delay is up (a fake clock), once per record, as it then is; no db.json write', async () => {
+    const repo = await Repository.open(dbPath);
+    vi.useFakeTimers();
+    repo.mutateRecordsLazy(push('inv_1', 'running'), (r) => [r]);
+    repo.mutateRecordsLazy(finish('inv_1'), (r) => [r]);
+    await vi.advanceTimersByTimeAsync(49);
+    expect(await journalText()).toBe('');
+    await vi.advanceTimersByTimeAsync(1);
+    await repo.writeLazyRecords(); // the write the timer started
+    const lines = (await journalText()).trim().split('\n');
+    expect(lines.map((l) => (JSON.parse(l) as { record: { id: string; status: string } }).record)).toMatchObject([
+      { id: 'inv_1', status: 'succeeded' },
+    ]);
+    vi.useRealTimers();
+    expect(dbWrites()).toHaveLength(0);
+    const after = await Repository.open(dbPath); // as if the first process had been killed here
+    expect(after.read((db) => db.invocations.map((i) => [i.id, i.status]))).toEqual([['inv_1', 'succeeded']]);
+    await repo.close();
+    await after.close();
+  });
+
+  it('a record trimmed from the history before its line was written is not brought back by the journal', async () => {
+    const repo = await Repository.open(dbPath);
+    repo.mutateRecordsLazy(push('inv_1', 'succeeded'), (r) => [r]);
+    repo.mutateRecordsLazy(push('inv_2', 'succeeded'), (r) => [r]);
+    repo.mutateRecordsLazy(
+      (db) => void db.invocations.splice(0, 1),
+      () => [],
+    );
+    await repo.writeLazyRecords();
+    const after = await Repository.open(dbPath);
+    expect(after.read((db) => db.invocations.map((i) => i.id))).toEqual(['inv_2']);
+    await repo.close();
+    await after.close();
+  });
+
+  it('db.json is rewritten once the journal holds compactAfterLines lazy lines, and a db.json write covers what is pending', async () => {
+    const repo = await Repository.open(dbPath, { compactAfterLines: 3 });
+    for (const id of ['inv_1', 'inv_2']) {
+      repo.mutateRecordsLazy(push(id, 'succeeded'), (r) => [r]);
+      await repo.writeLazyRecords();
+    }
+    expect(dbWrites()).toHaveLength(0);
+    repo.mutateRecordsLazy(push('inv_3', 'succeeded'), (r) => [r]);
+    await repo.writeLazyRecords(); // the third line: db.json's write is scheduled (the lazy delay)
+    await repo.flush();
+    expect((await onDisk()).invocations.map((i) => i.id)).toEqual(['inv_1', 'inv_2', 'inv_3']);
+    // Pending when db.json is written: that write has it, and no journal line follows.
+    repo.mutateRecordsLazy(push('inv_4', 'succeeded'), (r) => [r]);
+    await repo.flush();
+    await repo.writeLazyRecords();
+    expect(await journalText()).toBe('');
+    expect((await onDisk()).invocations.map((i) => i.id)).toEqual(['inv_1', 'inv_2', 'inv_3', 'inv_4']);
+    await repo.close();
+  });
+});
+
+// The ways to write against the storage write conformance suite (test/conformance/repository-writes.ts).
+durableWriteConformance('mutate (db.json, group commit)', (repo, fn) => repo.mutate(fn), { leaves: ['db.json'] });
+durableWriteConformance('mutateRecords (the journal, db.json later)', (repo, fn, changed) => repo.mutateRecords(fn, changed), {
+  leaves: ['db.json', 'journal'],
+});
+durableWriteConformance(
+  'mutateRecordsLazy + writeLazyRecords (the journal, db.json later)',
+  async (repo, fn, changed) => {
+    const result = repo.mutateRecordsLazy(fn, changed);
+    await repo.writeLazyRecords();
+    return result;
+  },
+  { leaves: ['db.json', 'journal'] },
+);
+durableWriteConformance(
+  'mutateLazy + flush (db.json later)',
+  async (repo, fn) => {
+    const result = repo.mutateLazy(fn);
+    await repo.flush();
+    return result;
+  },
+  { leaves: ['db.json'] },
+);

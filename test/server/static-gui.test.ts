@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import Koa from 'koa';
 import { staticGui } from '../../server/http/static-gui';
+import { CSP_NONCE_PLACEHOLDER } from '../../server/http/csp';
 
 describe('staticGui', () => {
   let dir: string;
@@ -25,7 +26,8 @@ describe('staticGui', () => {
   async function serve(rendererDir: string | null): Promise<string> {
     const app = new Koa();
     app.use(staticGui(rendererDir));
-    const server = createServer(app.callback()).listen(0, '127.0.0.1');
+    const handle = app.callback(); // Koa answers its own errors: nothing waits on the promise it returns per request
+    const server = createServer((req, res) => void handle(req, res)).listen(0, '127.0.0.1');
     servers.push(server);
     await new Promise((r) => server.once('listening', r));
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -50,6 +52,31 @@ describe('staticGui', () => {
     for (const path of ['/..%2Foutside.txt', '/%2e%2e/outside.txt', '/%zz']) {
       expect((await fetch(url + path)).status, path).toBe(404);
     }
+  });
+
+  it('index.html gets a fresh CSP nonce per response in place of the build placeholder; no policy allows unsafe-inline', async () => {
+    const nonceDir = await mkdtemp(join(tmpdir(), 'svc-emu-gui-nonce-'));
+    await writeFile(
+      join(nonceDir, 'index.html'),
+      `<meta http-equiv="Content-Security-Policy" content="style-src 'self' 'nonce-${CSP_NONCE_PLACEHOLDER}'"><meta property="csp-nonce" nonce="${CSP_NONCE_PLACEHOLDER}">`,
+    );
+    await mkdir(join(nonceDir, 'assets'));
+    await writeFile(join(nonceDir, 'assets', 'a.css'), `/* ${CSP_NONCE_PLACEHOLDER} */`);
+    const url = await serve(nonceDir);
+    const [a, b] = [await fetch(url + '/'), await fetch(url + '/')];
+    const nonceOf = (res: Response) => /'nonce-([^']+)'/.exec(res.headers.get('content-security-policy') ?? '')?.[1];
+    expect(nonceOf(a)).toMatch(/^[A-Za-z0-9+/]{24}$/);
+    expect(nonceOf(a)).not.toBe(nonceOf(b));
+    expect(await a.text()).toBe(
+      `<meta http-equiv="Content-Security-Policy" content="style-src 'self' 'nonce-${nonceOf(a)}'"><meta property="csp-nonce" nonce="${nonceOf(a)}">`,
+    );
+    const css = await fetch(url + '/assets/a.css');
+    expect(await css.text()).toBe(`/* ${CSP_NONCE_PLACEHOLDER} */`); // only index.html is rewritten
+    for (const res of [a, b, css, await fetch((await serve(null)) + '/')]) {
+      expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self';/);
+      expect(res.headers.get('content-security-policy')).not.toContain('unsafe-inline');
+    }
+    await rm(nonceDir, { recursive: true, force: true });
   });
 
   it('without a build, / says how to build it', async () => {

@@ -8,8 +8,9 @@ import { BlobStore } from '../../server/storage/blobs';
 import { aesGcmSecretBox } from '../../server/crypto/secret-box';
 import { StoreService, STORE_INLINE_MAX_BYTES } from '../../server/services/store';
 import { TenantService } from '../../server/services/tenants';
-import { STORE_VALUE_MAX_BYTES } from '../../server/api/schemas';
-import { ApiError } from '../../server/errors';
+import { STORE_VALUE_MAX_BYTES } from '../../contract/schemas/tenant';
+import { DomainError } from '../../server/domain/errors';
+import { problemOfDomainError } from '../../server/http/problem';
 import { sha256Hex } from '../../server/ids';
 import type { CoreDeps } from '../../server/core-deps';
 import type { DbData, TenantRecord } from '../../server/storage/schema';
@@ -73,7 +74,10 @@ describe('StoreService basics', () => {
     advance(1000);
     const second = await store.set(alpha, 'counter', [1, 'two', null, true]);
     expect(second.created).toBe(false);
-    expect(await store.get(alpha, 'counter')).toMatchObject({ value: [1, 'two', null, true], updated_at: new Date(START + 1000).toISOString() });
+    expect(await store.get(alpha, 'counter')).toMatchObject({
+      value: [1, 'two', null, true],
+      updated_at: new Date(START + 1000).toISOString(),
+    });
     const rec = records().find((r) => r.key === 'counter')!;
     expect(rec.created_at).toBe(new Date(START).toISOString());
     expect(rec.updated_at).toBe(new Date(START + 1000).toISOString());
@@ -99,9 +103,9 @@ describe('StoreService basics', () => {
 
   it('getOrThrow answers 404 not_found for a missing key', async () => {
     const err = await store.getOrThrow(alpha, 'nope').catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).status).toBe(404);
-    expect((err as ApiError).code).toBe('not_found');
+    expect(err).toBeInstanceOf(DomainError);
+    expect(problemOfDomainError(err as DomainError).status).toBe(404);
+    expect((err as DomainError).code).toBe('not_found');
   });
 
   it('lists keys in order, by prefix, with sizes in bytes, paginated', async () => {
@@ -134,7 +138,9 @@ describe('TTL', () => {
 
     advance(1); // exactly at expires_at: gone
     expect(await store.get(alpha, 'session')).toBeNull();
-    await expect(store.getOrThrow(alpha, 'session')).rejects.toMatchObject({ status: 404 });
+    const gone = await store.getOrThrow(alpha, 'session').catch((e: unknown) => e);
+    expect(gone).toBeInstanceOf(DomainError);
+    expect(problemOfDomainError(gone as DomainError).status).toBe(404);
     expect(listKeys(alpha)).toEqual(['forever']);
     // Still in db.json until the sweep runs.
     expect(records().map((r) => r.key)).toContain('session');
@@ -183,7 +189,11 @@ describe('TTL', () => {
     await store.set(beta, 'b-none', 1);
     advance(11_000);
     expect(await store.sweep()).toBe(2);
-    expect(records().map((r) => r.key).sort()).toEqual(['a-long', 'b-none']);
+    expect(
+      records()
+        .map((r) => r.key)
+        .sort(),
+    ).toEqual(['a-long', 'b-none']);
   });
 });
 
@@ -234,9 +244,9 @@ describe('large values', () => {
 
   it('refuses a value over 1 MiB with 413 payload_too_large, storing nothing', async () => {
     const err = await store.set(alpha, 'huge', stringOfJsonSize(STORE_VALUE_MAX_BYTES + 1)).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).status).toBe(413);
-    expect((err as ApiError).code).toBe('payload_too_large');
+    expect(err).toBeInstanceOf(DomainError);
+    expect(problemOfDomainError(err as DomainError).status).toBe(413);
+    expect((err as DomainError).code).toBe('payload_too_large');
     expect(await store.get(alpha, 'huge')).toBeNull();
     expect(records()).toEqual([]);
     expect(await allBlobFiles()).toEqual([]);
@@ -245,8 +255,8 @@ describe('large values', () => {
   it('measures the limit in UTF-8 bytes, not characters', async () => {
     // 'é' is 2 bytes: 600k of them is well under 1 MiB characters but over 1 MiB bytes.
     const err = await store.set(alpha, 'wide', 'é'.repeat(600_000)).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(ApiError);
-    expect((err as ApiError).status).toBe(413);
+    expect(err).toBeInstanceOf(DomainError);
+    expect(problemOfDomainError(err as DomainError).status).toBe(413);
   });
 });
 
@@ -281,7 +291,11 @@ describe('tenant isolation', () => {
     expect(created.created).toBe(true);
     expect((await store.get(alpha, 'only-alpha'))?.value).toBe(1);
 
-    const byTenant = (t: TenantRecord) => records().filter((r) => r.tenant_id === t.id).map((r) => r.key).sort();
+    const byTenant = (t: TenantRecord) =>
+      records()
+        .filter((r) => r.tenant_id === t.id)
+        .map((r) => r.key)
+        .sort();
     expect(byTenant(alpha)).toEqual(['only-alpha', 'shared']);
     expect(byTenant(beta)).toEqual(['only-alpha', 'only-beta', 'shared']);
   });

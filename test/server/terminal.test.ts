@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parseSse } from '../../contract/sse';
 import { startTestCore, tempDir, type Res, type TestCore } from '../helpers/core';
 import { isLoopbackHost, terminalAccess } from '../../server/terminal/setup';
 
@@ -62,7 +63,7 @@ class Reader {
 
   static async open(c: TestCore, id: string): Promise<Reader> {
     const ac = new AbortController();
-    const res = await fetch(`${c.url}/_emu/terminals/${id}/output`, { headers: { authorization: `Bearer ${c.admin}` }, signal: ac.signal });
+    const res = await c.client.fetchPath('GET', `/_emu/terminals/${id}/output`, { auth: 'admin', signal: ac.signal });
     expect(res.status, await (res.ok ? Promise.resolve('') : res.text())).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const r = new Reader(res);
@@ -72,27 +73,11 @@ class Reader {
   }
 
   private async pump(): Promise<void> {
-    const reader = this.res.body!.getReader();
-    const decoder = new TextDecoder();
-    let buf = '';
     try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        for (let end = buf.indexOf('\n\n'); end >= 0; end = buf.indexOf('\n\n')) {
-          const frame = buf.slice(0, end);
-          buf = buf.slice(end + 2);
-          const fields: Record<string, string> = {};
-          for (const line of frame.split('\n')) {
-            const m = /^(\w+): ?(.*)$/.exec(line);
-            if (m) fields[m[1]!] = m[2]!;
-          }
-          if (!fields.event) continue; // `: ping`
-          const e = { id: fields.id === undefined ? null : Number(fields.id), event: fields.event, data: JSON.parse(fields.data ?? 'null') };
-          this.events.push(e);
-          if (e.event === 'output') this.text += e.data.data;
-        }
+      for await (const frame of parseSse(this.res.body!)) {
+        const e = { id: frame.id === undefined ? null : Number(frame.id), event: frame.event, data: JSON.parse(frame.data) };
+        this.events.push(e);
+        if (e.event === 'output') this.text += e.data.data;
       }
     } catch {
       /* aborted */
@@ -116,7 +101,8 @@ class Reader {
   async exit(timeout = 10_000): Promise<TermEvent> {
     await vi.waitFor(
       () => {
-        if (!this.events.some((e) => e.event === 'exit')) throw new Error(`no exit event yet; output: ${JSON.stringify(this.text.slice(-500))}`);
+        if (!this.events.some((e) => e.event === 'exit'))
+          throw new Error(`no exit event yet; output: ${JSON.stringify(this.text.slice(-500))}`);
       },
       { timeout, interval: 20 },
     );
@@ -188,7 +174,11 @@ describe('a workspace shell over HTTP', () => {
     expect(list.json.data.map((x: { id: string }) => x.id)).toContain(t.id);
     expect(list.json.max_live).toBe(8);
     expect(list.json.targets.workspace).toEqual({ available: true, reason: null });
-    expect((await core.call('GET', `/_emu/terminals/${t.id}`, undefined, admin())).json).toMatchObject({ id: t.id, pid: t.pid, status: 'running' });
+    expect((await core.call('GET', `/_emu/terminals/${t.id}`, undefined, admin())).json).toMatchObject({
+      id: t.id,
+      pid: t.pid,
+      status: 'running',
+    });
     out.close();
     expect((await core.call('DELETE', `/_emu/terminals/${t.id}`, undefined, admin())).status).toBe(204);
   });
@@ -342,11 +332,31 @@ describe('refusals', () => {
     for (const [method, path, body, status, code, location] of bad) {
       const r = await core.call(method, path, body, admin());
       expectProblem(r, status, code);
-      if (location) expect(r.json.errors.map((e: { location: string }) => e.location), `${method} ${path}`).toContain(location);
+      if (location)
+        expect(
+          r.json.errors.map((e: { location: string }) => e.location),
+          `${method} ${path}`,
+        ).toContain(location);
     }
     // Not JSON, and no token.
-    expectProblem(await core.call('POST', `/_emu/terminals/${t.id}/input`, undefined, { ...admin(), raw: 'ls', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
-    expectProblem(await core.call('POST', `/_emu/terminals/${t.id}/input`, undefined, { ...admin(), raw: '{"data":', headers: { 'content-type': 'application/json' } }), 400, 'malformed_json');
+    expectProblem(
+      await core.call('POST', `/_emu/terminals/${t.id}/input`, undefined, {
+        ...admin(),
+        raw: 'ls',
+        headers: { 'content-type': 'text/plain' },
+      }),
+      415,
+      'unsupported_media_type',
+    );
+    expectProblem(
+      await core.call('POST', `/_emu/terminals/${t.id}/input`, undefined, {
+        ...admin(),
+        raw: '{"data":',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+      'malformed_json',
+    );
     expectProblem(await core.call('GET', '/_emu/terminals'), 401, 'unauthenticated');
     expectProblem(await core.call('POST', '/_emu/terminals', {}, { key: core.key }), 401, 'unauthenticated'); // a tenant key is not the admin token
     // The shell is unharmed.

@@ -16,7 +16,8 @@ const lock = join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json');
 const installed = existsSync(lock);
 if (!installed) console.warn('SKIPPING VM reconnect tests: runtimes not installed (run npm run build)');
 
-describe.skipIf(!installed)('the executor behind the VM follows the VM', () => {
+// The steps of one VM's life, in their order (each starts where the one before left the VM): not shuffled.
+describe.skipIf(!installed)('the executor behind the VM follows the VM', { shuffle: false }, () => {
   let core: TestCore;
   let fake: FakeLimactl;
   const admin = () => ({ key: core.admin });
@@ -36,10 +37,17 @@ describe.skipIf(!installed)('the executor behind the VM follows the VM', () => {
     const bun = JSON.parse(readFileSync(lock, 'utf8')).bun.bin as string;
     const work = await tempDir('svc-emu-agent-');
     core = await startTestCore({
-      config: { limactl: fake.path, projectRoot: PROJECT_ROOT, executorAgent: agentInFakeVm(fake, { projectRoot: PROJECT_ROOT, bunBin: bun, workDir: work }) },
+      config: {
+        limactl: fake.path,
+        projectRoot: PROJECT_ROOT,
+        executorAgent: agentInFakeVm(fake, { projectRoot: PROJECT_ROOT, bunBin: bun, workDir: work }),
+      },
     });
     expect((await core.call('POST', '/v1/snippets', { name: 'vm-hello', runtime: 'bun' })).status).toBe(201);
-    const v = await core.call('POST', '/v1/snippets/vm-hello/versions', { code: 'export default async function handler(input) { return { hello: input.name } }\n', max_cpu_percent: 100 });
+    const v = await core.call('POST', '/v1/snippets/vm-hello/versions', {
+      code: 'export default async function handler(input) { return { hello: input.name } }\n',
+      max_cpu_percent: 100,
+    });
     expect(v.status, v.text).toBe(201);
   }, 60_000);
   afterAll(async () => {

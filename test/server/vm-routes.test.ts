@@ -18,7 +18,9 @@ async function settle(core: TestCore, timeoutMs = 10_000) {
   }
 }
 
-describe('/_emu/vm with a limactl', () => {
+// The steps of one VM's life through the routes, in their order (missing, created, started, stopped, a failing
+// start, garbage from limactl): each starts where the one before left the fake VM, so they are not shuffled.
+describe('/_emu/vm with a limactl', { shuffle: false }, () => {
   let core: TestCore;
   let fake: FakeLimactl;
   const admin = () => ({ key: core.admin });
@@ -40,7 +42,13 @@ describe('/_emu/vm with a limactl', () => {
   it('GET: available, the VM missing, no operation', async () => {
     const res = await core.call('GET', '/_emu/vm', undefined, admin());
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ available: true, limactl: fake.path, limactl_version: '1.0.3', vm: { name: 'svc-emu', status: 'missing' }, operation: null });
+    expect(res.json).toEqual({
+      available: true,
+      limactl: fake.path,
+      limactl_version: '1.0.3',
+      vm: { name: 'svc-emu', status: 'missing' },
+      operation: null,
+    });
   });
 
   it('start or stop before create: 409 vm_missing', async () => {
@@ -128,7 +136,8 @@ describe('/_emu/vm by default on this Linux host', () => {
     expect(res.status).toBe(200);
     expect(res.json).toMatchObject({ available: false, limactl: null, vm: { name: 'svc-emu', status: 'unknown' }, operation: null });
     expect(res.json.reason).toMatch(/^Lima is only used on macOS: on Linux /);
-    if (backend !== 'none') expect(res.json.reason).toBe(`Lima is only used on macOS: on Linux limits are enforced on this host by ${backend}`);
+    if (backend !== 'none')
+      expect(res.json.reason).toBe(`Lima is only used on macOS: on Linux limits are enforced on this host by ${backend}`);
     for (const action of ['create', 'start', 'stop']) {
       const r = await core.call('POST', `/_emu/vm/${action}`, undefined, { key: core.admin });
       expect(r.status).toBe(409);

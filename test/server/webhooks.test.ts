@@ -266,7 +266,8 @@ describe('deliver', () => {
     expect(await deliver({ url: 'not a url', headers: {}, body: BODY })).toMatchObject({ ok: false, final: true });
   });
 
-  const noLoopback = (address: string) => (address === '127.0.0.1' || address === '::1' ? `refused: ${address} is a loopback address` : null);
+  const noLoopback = (address: string) =>
+    address === '127.0.0.1' || address === '::1' ? `refused: ${address} is a loopback address` : null;
 
   it('lets the guard refuse an IP-literal host before any request', async () => {
     const r = await receiver();

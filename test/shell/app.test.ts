@@ -39,14 +39,30 @@ afterEach(() => vi.restoreAllMocks());
 describe('main/app runApp', () => {
   it('hands the serve flags to the core as given', async () => {
     const core = fakeCore();
-    await runApp(deps(core, { config: { dataDir: '/d', workspace: '/w', port: 0, egressProfile: 'production', egressAllow: ['127.0.0.1:1'], asyncWorkers: 2, callbackRetryScale: 0.01 } }));
-    expect(core.start).toHaveBeenCalledWith(expect.objectContaining({ egressProfile: 'production', egressAllow: ['127.0.0.1:1'], asyncWorkers: 2, callbackRetryScale: 0.01 }));
+    await runApp(
+      deps(core, {
+        config: {
+          dataDir: '/d',
+          workspace: '/w',
+          port: 0,
+          egressProfile: 'production',
+          egressAllow: ['127.0.0.1:1'],
+          asyncWorkers: 2,
+          callbackRetryScale: 0.01,
+        },
+      }),
+    );
+    expect(core.start).toHaveBeenCalledWith(
+      expect.objectContaining({ egressProfile: 'production', egressAllow: ['127.0.0.1:1'], asyncWorkers: 2, callbackRetryScale: 0.01 }),
+    );
   });
 
   it('sets a menu that opens the workspace, reveals the data dir, copies the API key and opens the GUI in a browser', async () => {
     const core = fakeCore();
     await runApp(deps(core));
-    const menu = stub.Menu.current as { template: { label?: string; submenu?: { label?: string; role?: string; enabled?: boolean; click?: () => void }[] }[] };
+    const menu = stub.Menu.current as {
+      template: { label?: string; submenu?: { label?: string; role?: string; enabled?: boolean; click?: () => void }[] }[];
+    };
     const items = menu.template[0]!.submenu!;
     const item = (label: string) => items.find((i) => i.label === label)!;
     item('Open Workspace Folder').click!();
@@ -111,8 +127,8 @@ describe('main/app runApp', () => {
     const quitted = vi.fn();
     stub.app.on('quit', quitted);
     stub.app.quit();
-    await new Promise((r) => setTimeout(r, 60));
-    expect(quitted).toHaveBeenCalledTimes(1);
+    // The quit goes through once stopTimeoutMs passed without the core stopping: wait for it, not for a fixed time.
+    await vi.waitFor(() => expect(quitted).toHaveBeenCalledTimes(1));
   });
 
   it('stops a core that finishes starting after the user quit, and opens no window', async () => {
@@ -192,7 +208,7 @@ describe('main/app runApp', () => {
 describe('main/app tray, executor and secrets key', () => {
   type TrayItem = { label?: string; role?: string; type?: string; accelerator?: string; enabled?: boolean; click?: () => void };
 
-  it('puts a tray icon up with the app menu\'s places, shows the window from it, and removes it on quit', async () => {
+  it("puts a tray icon up with the app menu's places, shows the window from it, and removes it on quit", async () => {
     const core = fakeCore();
     await runApp(deps(core, { trayIcon: '/app/resources/tray.png' }));
     expect(stub.Tray.instances).toHaveLength(1);
@@ -201,7 +217,15 @@ describe('main/app tray, executor and secrets key', () => {
     expect(tray.tooltip).toBe('Snippet Emulator: http://127.0.0.1:41234');
     const items = (tray.menu as { template: TrayItem[] }).template;
     expect(items.map((i) => i.label ?? i.role ?? i.type)).toEqual([
-      'Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit',
+      'Show Snippet Emulator',
+      'separator',
+      'Open Workspace Folder',
+      'Switch Workspace…',
+      'Reveal Data Folder',
+      'Copy API Key',
+      'Open in Browser',
+      'separator',
+      'quit',
     ]);
     expect(items.some((i) => i.accelerator)).toBe(false);
     items.find((i) => i.label === 'Reveal Data Folder')!.click!();
@@ -236,9 +260,13 @@ describe('main/app tray, executor and secrets key', () => {
     const core = fakeCore();
     const provider = async () => Buffer.alloc(32);
     const executorAgent = vi.fn((choice: 'local' | 'lima' | undefined) => (choice === 'lima' ? ['limactl', 'shell', 'svc-emu'] : null));
-    await runApp(deps(core, { secretKeyProvider: provider, executorAgent, config: { dataDir: '/d', workspace: '/w', port: 0, executor: 'lima' } }));
+    await runApp(
+      deps(core, { secretKeyProvider: provider, executorAgent, config: { dataDir: '/d', workspace: '/w', port: 0, executor: 'lima' } }),
+    );
     expect(executorAgent).toHaveBeenCalledWith('lima');
-    expect(core.start).toHaveBeenCalledWith(expect.objectContaining({ secretKeyProvider: provider, executorAgent: ['limactl', 'shell', 'svc-emu'] }));
+    expect(core.start).toHaveBeenCalledWith(
+      expect.objectContaining({ secretKeyProvider: provider, executorAgent: ['limactl', 'shell', 'svc-emu'] }),
+    );
   });
 
   it('refuses an unknown --executor with a message, before starting the core', async () => {
@@ -255,7 +283,9 @@ describe('main/app IPC', () => {
   it('hands the admin token only to the core origin', async () => {
     await runApp(deps(fakeCore()));
     await expect(stub.ipcMain.invoke(IPC.adminToken, trusted)).resolves.toBe('admin-secret');
-    await expect(stub.ipcMain.invoke(IPC.adminToken, { senderFrame: { url: 'https://evil.example/' } })).rejects.toThrow(/untrusted sender/);
+    await expect(stub.ipcMain.invoke(IPC.adminToken, { senderFrame: { url: 'https://evil.example/' } })).rejects.toThrow(
+      /untrusted sender/,
+    );
     await expect(stub.ipcMain.invoke(IPC.adminToken, { senderFrame: null })).rejects.toThrow(/untrusted sender/);
   });
 
@@ -287,11 +317,15 @@ describe('main/app IPC', () => {
       await writeFile(join(dir, 'file.txt'), '');
       await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, join(dir, 'missing'))).resolves.toMatch(/does not exist/);
       await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, join(dir, 'file.txt'))).resolves.toMatch(/is not a folder/);
-      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, { senderFrame: { url: 'https://evil.example/' } }, dir)).rejects.toThrow(/untrusted sender/);
+      await expect(stub.ipcMain.invoke(IPC.switchWorkspace, { senderFrame: { url: 'https://evil.example/' } }, dir)).rejects.toThrow(
+        /untrusted sender/,
+      );
       expect(stub.app.relaunched).toEqual([]);
 
       await expect(stub.ipcMain.invoke(IPC.switchWorkspace, trusted, dir)).resolves.toBe('');
-      expect(stub.app.relaunched).toEqual([{ args: ['.', '--egress-profile', 'production', '--workspace', dir, '--data-dir', join(dir, '.svc-emu')] }]);
+      expect(stub.app.relaunched).toEqual([
+        { args: ['.', '--egress-profile', 'production', '--workspace', dir, '--data-dir', join(dir, '.svc-emu')] },
+      ]);
       await tick();
       await tick();
       expect(core.handle.stop).toHaveBeenCalledTimes(1); // quit went the usual way: the core stopped first
@@ -300,8 +334,10 @@ describe('main/app IPC', () => {
     }
   });
 
-  it('the menu\'s Switch Workspace… picks a folder and restarts on it; cancelling does nothing', async () => {
-    vi.spyOn(stub.dialog, 'showOpenDialog').mockResolvedValueOnce({ canceled: true, filePaths: [] }).mockResolvedValueOnce({ canceled: false, filePaths: ['/definitely/not/here'] });
+  it("the menu's Switch Workspace… picks a folder and restarts on it; cancelling does nothing", async () => {
+    vi.spyOn(stub.dialog, 'showOpenDialog')
+      .mockResolvedValueOnce({ canceled: true, filePaths: [] })
+      .mockResolvedValueOnce({ canceled: false, filePaths: ['/definitely/not/here'] });
     const errorBox = vi.spyOn(stub.dialog, 'showErrorBox');
     await runApp(deps(fakeCore()));
     const items = (stub.Menu.current as { template: { submenu?: { label?: string; click?: () => void }[] }[] }).template[0]!.submenu!;
@@ -337,7 +373,9 @@ describe('main/app IPC', () => {
       await expect(open(join(ws, 'snippets', 'hello', 'gone.ts'))).resolves.toMatch(/does not exist/);
       await expect(open(join(ws, 'snippets', 'hello.ts'))).resolves.toMatch(/does not exist/);
       await expect(stub.ipcMain.invoke(IPC.openInEditor, trusted, 'snippets/hello/index.ts')).rejects.toThrow(/invalid arguments/);
-      await expect(stub.ipcMain.invoke(IPC.openInEditor, { senderFrame: { url: 'https://evil.example/' } }, join(ws, 'snippets', 'hello', 'index.ts'))).rejects.toThrow(/untrusted sender/);
+      await expect(
+        stub.ipcMain.invoke(IPC.openInEditor, { senderFrame: { url: 'https://evil.example/' } }, join(ws, 'snippets', 'hello', 'index.ts')),
+      ).rejects.toThrow(/untrusted sender/);
       expect(stub.shell.opened).toHaveLength(1);
     } finally {
       await rm(root, { recursive: true, force: true });

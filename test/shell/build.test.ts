@@ -40,10 +40,15 @@ describe.skipIf(!coreReady)('build outputs', () => {
     const entry = /src="\.\/assets\/([^"]+\.js)"/.exec(html)![1]!;
     const assets = join(ROOT, 'out/renderer/assets');
     const atStart = readFileSync(join(assets, entry), 'utf8');
-    const lazy = readdirSync(assets).filter((f) => f.endsWith('.js') && f !== entry).map((f) => readFileSync(join(assets, f), 'utf8'));
+    const lazy = readdirSync(assets)
+      .filter((f) => f.endsWith('.js') && f !== entry)
+      .map((f) => readFileSync(join(assets, f), 'utf8'));
     for (const marker of ['xterm-helper-textarea', 'cm-activeLineGutter']) {
       expect(atStart.includes(marker), `${marker} in the first bundle`).toBe(false);
-      expect(lazy.some((code) => code.includes(marker)), `${marker} in a chunk loaded on demand`).toBe(true);
+      expect(
+        lazy.some((code) => code.includes(marker)),
+        `${marker} in a chunk loaded on demand`,
+      ).toBe(true);
     }
   });
 
@@ -51,17 +56,44 @@ describe.skipIf(!coreReady)('build outputs', () => {
     const workspace = join(tmp, 'ws');
     mkdirSync(workspace);
     const proc = new Proc(
-      ['--require', join(ROOT, 'test/stubs/electron-node.cjs'), join(ROOT, 'out/main/index.js'), '--data-dir', join(tmp, 'data'), '--workspace', workspace],
+      [
+        '--require',
+        join(ROOT, 'test/stubs/electron-node.cjs'),
+        join(ROOT, 'out/main/index.js'),
+        '--data-dir',
+        join(tmp, 'data'),
+        '--workspace',
+        workspace,
+      ],
       { cwd: tmp },
     );
     try {
-      const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
+      const event = async (name: string) =>
+        JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`)))[1]!);
       const menu = await event('menu');
-      expect(menu.items).toEqual(['Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', null, 'quit']);
+      expect(menu.items).toEqual([
+        'Open Workspace Folder',
+        'Switch Workspace…',
+        'Reveal Data Folder',
+        'Copy API Key',
+        'Open in Browser',
+        null,
+        'quit',
+      ]);
       const tray = await event('tray');
       expect(tray.icon).toBe(join(ROOT, 'resources', process.platform === 'darwin' ? 'trayTemplate.png' : 'tray.png'));
       expect(existsSync(tray.icon)).toBe(true);
-      expect((await event('tray-menu')).items).toEqual(['Show Snippet Emulator', 'separator', 'Open Workspace Folder', 'Switch Workspace…', 'Reveal Data Folder', 'Copy API Key', 'Open in Browser', 'separator', 'quit']);
+      expect((await event('tray-menu')).items).toEqual([
+        'Show Snippet Emulator',
+        'separator',
+        'Open Workspace Folder',
+        'Switch Workspace…',
+        'Reveal Data Folder',
+        'Copy API Key',
+        'Open in Browser',
+        'separator',
+        'quit',
+      ]);
       // The secrets key went to the (stand-in) OS keychain, not to a key file.
       expect(existsSync(join(tmp, 'data', 'secret.key.safe'))).toBe(true);
       expect(existsSync(join(tmp, 'data', 'secret.key'))).toBe(false);

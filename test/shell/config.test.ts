@@ -29,7 +29,16 @@ describe('main/config resolveShellConfig', () => {
   });
 
   it('passes the async and egress flags of svc-emu serve (every --egress-allow)', () => {
-    const argv = ['--egress-profile', 'production', '--egress-allow', '127.0.0.1:7171', '--egress-allow=[::1]:8080', '--async-workers=4', '--callback-retry-scale', '0.001'];
+    const argv = [
+      '--egress-profile',
+      'production',
+      '--egress-allow',
+      '127.0.0.1:7171',
+      '--egress-allow=[::1]:8080',
+      '--async-workers=4',
+      '--callback-retry-scale',
+      '0.001',
+    ];
     expect(resolveShellConfig(argv, {}, '/p')).toEqual({
       dataDir: '/p/.svc-emu',
       workspace: '/p',

@@ -4,11 +4,24 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 const handle = { url: 'http://127.0.0.1:45678', adminToken: 'tok', localApiKey: null, stop: vi.fn(async () => undefined) };
 const startEmulator = vi.fn(async (_config: unknown) => handle);
 const executorAgentFor = vi.fn((_opts: unknown) => null);
-vi.mock('../../server', () => ({ startEmulator, executorAgentFor, dataDirPaths: (d: string) => ({ secretKey: `${d}/secret.key` }), keychainKeyPath: (p: string) => `${p}.safe`, keyFileProvider: vi.fn(), DataDirError: Error }));
+vi.mock('../../server', () => ({
+  startEmulator,
+  executorAgentFor,
+  dataDirPaths: (d: string) => ({ secretKey: `${d}/secret.key` }),
+  keychainKeyPath: (p: string) => `${p}.safe`,
+  keyFileProvider: vi.fn(),
+  DataDirError: Error,
+}));
 
 const trays: string[] = [];
 const windows: Array<{ options: { webPreferences: Record<string, unknown> }; url?: string }> = [];
 const appEvents = new (await import('node:events')).EventEmitter();
+const defaultSession = {
+  setPermissionRequestHandler: vi.fn(),
+  setPermissionCheckHandler: vi.fn(),
+  setDevicePermissionHandler: vi.fn(),
+  setDisplayMediaRequestHandler: vi.fn(),
+};
 const quit = vi.fn(() => {
   let prevented = false;
   appEvents.emit('before-quit', { preventDefault: () => (prevented = true) });
@@ -52,6 +65,7 @@ vi.mock('electron', () => ({
     destroy() {}
   },
   safeStorage: { isEncryptionAvailable: () => false, encryptString: vi.fn(), decryptString: vi.fn() },
+  session: { defaultSession },
 }));
 
 // main/index.ts hooks SIGINT/SIGTERM on `process`: take those listeners off the test worker afterwards.
@@ -67,13 +81,18 @@ describe('main/index (the Electron entry)', () => {
     await import('../../main/index');
     await vi.waitFor(() => expect(windows).toHaveLength(1));
 
-    expect(startEmulator).toHaveBeenCalledWith(expect.objectContaining({ port: 0, dataDir: expect.any(String), workspace: expect.any(String) }));
+    expect(startEmulator).toHaveBeenCalledWith(
+      expect.objectContaining({ port: 0, dataDir: expect.any(String), workspace: expect.any(String) }),
+    );
     const config = startEmulator.mock.calls[0]![0] as { rendererDir?: string };
     expect(String(config.rendererDir).replace(/\\/g, '/')).toMatch(/\/renderer$/);
     const prefs = windows[0]!.options.webPreferences;
     expect(prefs).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false });
     expect(String(prefs.preload).replace(/\\/g, '/')).toMatch(/\/preload\/index\.js$/);
     expect(windows[0]!.url).toBe('http://127.0.0.1:45678/');
+    // Electron's real session gets the deny-all permission handlers (test/shell/permissions.test.ts asks them).
+    expect(defaultSession.setPermissionRequestHandler).toHaveBeenCalledWith(expect.any(Function));
+    expect(defaultSession.setPermissionCheckHandler).toHaveBeenCalledWith(expect.any(Function));
     // The desktop app brings its keychain-backed secrets key, the executor choice and a tray icon.
     expect(config).toMatchObject({ secretKeyProvider: expect.any(Function) });
     expect(executorAgentFor).toHaveBeenCalledWith(expect.objectContaining({ choice: undefined, platform: process.platform }));

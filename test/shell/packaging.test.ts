@@ -9,7 +9,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coreReady, Proc, ROOT, runNode } from './helpers';
 
-const asar = createRequire(import.meta.url)('@electron/asar') as { listPackage(p: string): string[]; extractAll(archive: string, dest: string): void };
+const asar = createRequire(import.meta.url)('@electron/asar') as {
+  listPackage(p: string): string[];
+  extractAll(archive: string, dest: string): void;
+};
 const builderCli = join(ROOT, 'node_modules', 'electron-builder', 'cli.js');
 
 describe.skipIf(!coreReady || !existsSync(builderCli))('packaging (electron-builder.yml)', () => {
@@ -19,10 +22,23 @@ describe.skipIf(!coreReady || !existsSync(builderCli))('packaging (electron-buil
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
   const build = (extra: string[] = []) =>
-    runNode([builderCli, '--linux', 'dir', '--config', 'electron-builder.yml', `-c.electronDist=${join(tmp, 'electron')}`, '-c.electronVersion=45.4.1', `-c.directories.output=${join(tmp, 'dist')}`, ...extra], {
-      env: { ...process.env, CI: 'true', ELECTRON_BUILDER_CACHE: join(tmp, 'cache') },
-      timeoutMs: 120_000,
-    });
+    runNode(
+      [
+        builderCli,
+        '--linux',
+        'dir',
+        '--config',
+        'electron-builder.yml',
+        `-c.electronDist=${join(tmp, 'electron')}`,
+        '-c.electronVersion=45.4.1',
+        `-c.directories.output=${join(tmp, 'dist')}`,
+        ...extra,
+      ],
+      {
+        env: { ...process.env, CI: 'true', ELECTRON_BUILDER_CACHE: join(tmp, 'cache') },
+        timeoutMs: 120_000,
+      },
+    );
 
   beforeAll(async () => {
     const setup = await runNode(['scripts/setup.mjs', '--quiet']);
@@ -45,19 +61,38 @@ describe.skipIf(!coreReady || !existsSync(builderCli))('packaging (electron-buil
   it('ships the three bundles, the tray icons and every runtime dependency in app.asar, the pty unpacked', () => {
     expect(existsSync(join(unpacked, 'snippet-emulator'))).toBe(true);
     const files = new Set(asar.listPackage(join(resources, 'app.asar')).map((p) => p.replace(/\\/g, '/')));
-    for (const f of ['/out/main/index.js', '/out/preload/index.js', '/out/renderer/index.html', '/resources/tray.png', '/resources/trayTemplate.png', '/package.json']) {
+    for (const f of [
+      '/out/main/index.js',
+      '/out/preload/index.js',
+      '/out/renderer/index.html',
+      '/resources/tray.png',
+      '/resources/trayTemplate.png',
+      '/package.json',
+    ]) {
       expect(files.has(f), f).toBe(true);
     }
     expect([...files].filter((f) => f.endsWith('.map'))).toEqual([]);
-    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies: Record<string, string>;
+    };
     for (const dep of Object.keys(pkg.dependencies)) expect(files.has(`/node_modules/${dep}/package.json`), dep).toBe(true);
-    for (const dev of ['electron', 'vitest', 'react', 'playwright-core']) expect(files.has(`/node_modules/${dev}/package.json`), dev).toBe(false);
+    for (const dev of ['electron', 'vitest', 'react', 'playwright-core'])
+      expect(files.has(`/node_modules/${dev}/package.json`), dev).toBe(false);
     const pty = join(resources, 'app.asar.unpacked', 'node_modules', '@lydell');
     expect(existsSync(pty)).toBe(true);
   });
 
   it('puts the executor and the set-up beside the app as real files, without caches', () => {
-    for (const f of ['executor/runtimes/manifest.json', 'executor/runtimes/bun/runner.ts', 'executor/runtimes/python/svc_runner.py', 'executor/agent.ts', 'scripts/setup.mjs']) {
+    for (const f of [
+      'executor/runtimes/manifest.json',
+      'executor/runtimes/bun/runner.ts',
+      'executor/runtimes/python/svc_runner.py',
+      'executor/agent.ts',
+      'scripts/setup.mjs',
+      'scripts/setup/run.mjs',
+      'scripts/setup/bun.mjs',
+    ]) {
       expect(existsSync(join(resources, 'app-root', f)), f).toBe(true);
     }
     expect(existsSync(join(resources, 'app-root', 'executor', 'runtimes', 'python', '__pycache__'))).toBe(false);
@@ -73,7 +108,8 @@ describe.skipIf(!coreReady || !existsSync(builderCli))('packaging (electron-buil
       env: { ...process.env, SVC_EMU_STUB_RESOURCES: resources, SVC_EMU_STUB_HOME: home, SVC_EMU_RUNTIMES_DIR: '' },
     });
     try {
-      const event = async (name: string) => JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`), 60_000))[1]!);
+      const event = async (name: string) =>
+        JSON.parse((await proc.waitFor(new RegExp(`\\[electron-stub\\] (\\{"event":"${name}".*)`), 60_000))[1]!);
       const { url } = await event('loadURL');
       const res = await fetch(url);
       expect(await res.text()).toContain('<div id="root">');
@@ -82,7 +118,9 @@ describe.skipIf(!coreReady || !existsSync(builderCli))('packaging (electron-buil
       expect(existsSync(join(data, 'secret.key.safe'))).toBe(true);
       expect(existsSync(join(home, 'Documents', 'Snippet Emulator', 'snippets'))).toBe(true);
       const { admin_token } = JSON.parse(readFileSync(join(data, 'emulator.json'), 'utf8')) as { admin_token: string };
-      const info = (await (await fetch(`${url}_emu/info`, { headers: { authorization: `Bearer ${admin_token}` } })).json()) as { workspace: string | null };
+      const info = (await (await fetch(`${url}_emu/info`, { headers: { authorization: `Bearer ${admin_token}` } })).json()) as {
+        workspace: string | null;
+      };
       expect(info.workspace).toBe(join(home, 'Documents', 'Snippet Emulator'));
       const exit = await proc.stop('SIGTERM');
       expect(exit).toEqual({ code: 0, signal: null });

@@ -17,7 +17,12 @@ describe('appPaths', () => {
   });
 
   it('installed: bundles in app.asar, executor and set-up beside it as real files, runtimes in the app-data folder', () => {
-    const p = appPaths({ isPackaged: true, mainDir: '/opt/Snippet Emulator/resources/app.asar/out/main', resourcesPath: '/opt/Snippet Emulator/resources', userData: '/home/u/.config/Snippet Emulator' });
+    const p = appPaths({
+      isPackaged: true,
+      mainDir: '/opt/Snippet Emulator/resources/app.asar/out/main',
+      resourcesPath: '/opt/Snippet Emulator/resources',
+      userData: '/home/u/.config/Snippet Emulator',
+    });
     expect(p.projectRoot).toBe('/opt/Snippet Emulator/resources/app-root');
     expect(p.preload).toBe('/opt/Snippet Emulator/resources/app.asar/out/preload/index.js');
     expect(p.resources).toBe('/opt/Snippet Emulator/resources/app.asar/resources');
@@ -29,7 +34,10 @@ describe('resolveShellConfig defaults', () => {
   it('an installed app passes its own defaults; flags and env still win', () => {
     const defaults = { dataDir: '/home/u/.config/SE/data', workspace: '/home/u/Documents/Snippet Emulator' };
     expect(resolveShellConfig([], {}, '/', defaults)).toMatchObject(defaults);
-    expect(resolveShellConfig(['--workspace', '/w'], { SVC_EMU_DATA_DIR: '/d' }, '/', defaults)).toMatchObject({ workspace: '/w', dataDir: '/d' });
+    expect(resolveShellConfig(['--workspace', '/w'], { SVC_EMU_DATA_DIR: '/d' }, '/', defaults)).toMatchObject({
+      workspace: '/w',
+      dataDir: '/d',
+    });
     expect(resolveShellConfig(['--executor=lima'], {}, '/tmp', defaults).executor).toBe('lima');
   });
 });

@@ -15,7 +15,13 @@ function sources(href: string, bridge?: SvcEmuBridge) {
   return { src, store, replaceState };
 }
 
-const bridge = (token: Promise<string>): SvcEmuBridge => ({ adminToken: token, openFolder: async () => null, reveal: async () => undefined, openInEditor: async () => '', switchWorkspace: async () => '' });
+const bridge = (token: Promise<string>): SvcEmuBridge => ({
+  adminToken: token,
+  openFolder: async () => null,
+  reveal: async () => undefined,
+  openInEditor: async () => '',
+  switchWorkspace: async () => '',
+});
 
 describe('renderer acquireToken', () => {
   it('takes ?token=, removes it from the address bar and keeps it in sessionStorage', async () => {
@@ -45,12 +51,24 @@ describe('renderer fetchInfo/parseInfo', () => {
   };
 
   it('sends the token as a bearer and reads version, data dir, workspace, URL, key and caps', async () => {
-    const fetchImpl = vi.fn(async (_url: string | URL | Request, _init?: RequestInit) => new Response(JSON.stringify(info), { status: 200 }));
-    const result = await fetchInfo('tok', fetchImpl as unknown as typeof fetch);
-    expect(fetchImpl).toHaveBeenCalledWith('/_emu/info', expect.objectContaining({ headers: expect.objectContaining({ Authorization: 'Bearer tok' }) }));
+    const fetchImpl = vi.fn(
+      async (_url: string | URL | Request, _init?: RequestInit) => new Response(JSON.stringify(info), { status: 200 }),
+    );
+    const result = await fetchInfo('tok', fetchImpl);
+    expect(fetchImpl).toHaveBeenCalledTimes(1);
+    const [url, init] = fetchImpl.mock.calls[0]!;
+    expect(url).toBe('/_emu/info');
+    expect(new Headers(init?.headers).get('authorization')).toBe('Bearer tok');
     expect(result).toEqual({
       kind: 'ok',
-      info: { version: '0.1.0', dataDir: '/p/.svc-emu', workspace: '/p', url: 'http://127.0.0.1:7070', localApiKey: 'svc_abc', tenants: [{ name: 'local', caps: info.tenants[0]!.caps }] },
+      info: {
+        version: '0.1.0',
+        dataDir: '/p/.svc-emu',
+        workspace: '/p',
+        url: 'http://127.0.0.1:7070',
+        localApiKey: 'svc_abc',
+        tenants: [{ name: 'local', caps: info.tenants[0]!.caps }],
+      },
     });
   });
 

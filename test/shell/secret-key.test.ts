@@ -25,10 +25,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const provider = (platform: NodeJS.Platform = 'linux') => keychainKeyProvider({ dataDir: dir, safeStorage: stub.safeStorage, platform, log });
+const provider = (platform: NodeJS.Platform = 'linux') =>
+  keychainKeyProvider({ dataDir: dir, safeStorage: stub.safeStorage, platform, log });
 
 describe('keychainKeyProvider', () => {
-  it('seals a new data dir\'s key with the keychain: no key file, nothing readable on disk, the same key next time', async () => {
+  it("seals a new data dir's key with the keychain: no key file, nothing readable on disk, the same key next time", async () => {
     const key = await provider()();
     expect(key).toHaveLength(32);
     expect(existsSync(join(dir, 'secret.key'))).toBe(false);
@@ -57,7 +58,7 @@ describe('keychainKeyProvider', () => {
     expect(Buffer.from((await readFile(join(dir, 'secret.key'), 'utf8')).trim(), 'base64').equals(key)).toBe(true);
   });
 
-  it('says plainly when another user\'s keychain sealed the key, instead of making a new one', async () => {
+  it("says plainly when another user's keychain sealed the key, instead of making a new one", async () => {
     await provider()();
     stub.safeStorage.failDecrypt = true;
     const err = await provider()().catch((e: unknown) => e);

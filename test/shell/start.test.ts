@@ -13,29 +13,33 @@ describe('scripts/start.mjs', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'svc-emu-start-'));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it.skipIf(!coreReady || electronInstalled)('says why Electron is not used and runs headless, printing the GUI URL', { timeout: 300_000 }, async () => {
-    const workspace = join(tmp, 'ws');
-    mkdirSync(workspace);
-    const env = { ...process.env };
-    delete env.DISPLAY;
-    delete env.WAYLAND_DISPLAY;
-    delete env.CI;
-    const proc = new Proc(['scripts/start.mjs', '--port', '0', '--data-dir', join(tmp, 'data'), '--workspace', workspace], { env });
-    try {
-      await proc.waitFor(/running headless/, 240_000); // setup may build first
-      const reasons = proc.stdout.split('\n').filter((l) => l.includes('running headless'));
-      expect(reasons).toEqual(['no display (DISPLAY and WAYLAND_DISPLAY are unset) — running headless']);
+  it.skipIf(!coreReady || electronInstalled)(
+    'says why Electron is not used and runs headless, printing the GUI URL',
+    { timeout: 300_000 },
+    async () => {
+      const workspace = join(tmp, 'ws');
+      mkdirSync(workspace);
+      const env = { ...process.env };
+      delete env.DISPLAY;
+      delete env.WAYLAND_DISPLAY;
+      delete env.CI;
+      const proc = new Proc(['scripts/start.mjs', '--port', '0', '--data-dir', join(tmp, 'data'), '--workspace', workspace], { env });
+      try {
+        await proc.waitFor(/running headless/, 240_000); // setup may build first
+        const reasons = proc.stdout.split('\n').filter((l) => l.includes('running headless'));
+        expect(reasons).toEqual(['no display (DISPLAY and WAYLAND_DISPLAY are unset) — running headless']);
 
-      const [url] = await proc.waitFor(/http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):(?!0\b)\d+\/\S*/);
-      const res = await fetch(url);
-      expect(res.status).toBeLessThan(500);
+        const [url] = await proc.waitFor(/http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):(?!0\b)\d+\/\S*/);
+        const res = await fetch(url);
+        expect(res.status).toBeLessThan(500);
 
-      // SIGTERM reaches the core through start.mjs; the core stops cleanly and its exit code comes back.
-      expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
-    } finally {
-      await proc.stop('SIGKILL');
-    }
-  });
+        // SIGTERM reaches the core through start.mjs; the core stops cleanly and its exit code comes back.
+        expect(await proc.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+      } finally {
+        await proc.stop('SIGKILL');
+      }
+    },
+  );
 });
 
 describe('electronUnavailableReason', () => {

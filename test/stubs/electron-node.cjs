@@ -1,5 +1,5 @@
 // Plain-Node stand-in for Electron's main-process API, for smoke-testing the BUILT main bundle without
-// the Electron binary (STACK.md):  node --require ./test/stubs/electron-node.cjs out/main/index.js …
+// the Electron binary (docs/host-facts.md):  node --require ./test/stubs/electron-node.cjs out/main/index.js …
 // It makes `require('electron')` resolve to this file and prints what the app does as lines of
 // `[electron-stub] {json}` on stdout. After the first window loads its URL it calls the admin-token
 // IPC handler the way the preload would, and reports the answer.
@@ -98,9 +98,15 @@ module.exports = {
   ipcMain,
   ipcRenderer: { invoke: async () => undefined },
   contextBridge: { exposeInMainWorld() {} },
-  dialog: { showOpenDialog: async () => ({ canceled: true, filePaths: [] }), showErrorBox: (title, content) => report('error-box', { title, content }) },
+  dialog: {
+    showOpenDialog: async () => ({ canceled: true, filePaths: [] }),
+    showErrorBox: (title, content) => report('error-box', { title, content }),
+  },
   shell: { showItemInFolder() {}, openExternal: async () => undefined, openPath: async () => '' },
-  Menu: { buildFromTemplate: (template) => ({ template }), setApplicationMenu: (menu) => report('menu', { items: menu.template[0].submenu.map((i) => i.label || i.role) }) },
+  Menu: {
+    buildFromTemplate: (template) => ({ template }),
+    setApplicationMenu: (menu) => report('menu', { items: menu.template[0].submenu.map((i) => i.label || i.role) }),
+  },
   clipboard: { writeText() {} },
   Tray: class {
     constructor(icon) {
@@ -116,6 +122,15 @@ module.exports = {
     destroy() {
       report('tray-destroy');
     }
+  },
+  // Sessions: report which permission handlers the app set (main/permissions.ts).
+  session: {
+    defaultSession: {
+      setPermissionRequestHandler: (h) => report('permission-request-handler', { set: typeof h === 'function' }),
+      setPermissionCheckHandler: (h) => report('permission-check-handler', { set: typeof h === 'function' }),
+      setDevicePermissionHandler: () => {},
+      setDisplayMediaRequestHandler: () => {},
+    },
   },
   // A stand-in keychain: reversible (the real one is the OS's), never the plaintext on disk.
   safeStorage: {

@@ -1,5 +1,5 @@
 // A stand-in for the `electron` module in Node-side tests (vitest.config.mts aliases `electron` here):
-// the real package downloads its binary on first import, which fails on these machines (STACK.md).
+// the real package downloads its binary on first import, which fails on these machines (docs/host-facts.md).
 // It records what the code under test did; tests needing other behaviour vi.mock('electron', …).
 import { EventEmitter } from 'node:events';
 
@@ -40,6 +40,43 @@ export class FakeApp extends EventEmitter {
     this.relaunched.push(options);
   }
 }
+
+/** A session: records the permission handlers set on it, so a test can ask them as Chromium would. */
+export class FakeSession {
+  permissionRequestHandler:
+    ((webContents: unknown, permission: string, callback: (granted: boolean) => void, details?: unknown) => void) | null = null;
+  permissionCheckHandler: ((webContents: unknown, permission: string, requestingOrigin?: string, details?: unknown) => boolean) | null =
+    null;
+  devicePermissionHandler: ((details: unknown) => boolean) | null = null;
+  displayMediaRequestHandler: ((request: unknown, callback: (streams: unknown) => void) => void) | null = null;
+  setPermissionRequestHandler(handler: FakeSession['permissionRequestHandler']): void {
+    this.permissionRequestHandler = handler;
+  }
+  setPermissionCheckHandler(handler: FakeSession['permissionCheckHandler']): void {
+    this.permissionCheckHandler = handler;
+  }
+  setDevicePermissionHandler(handler: FakeSession['devicePermissionHandler']): void {
+    this.devicePermissionHandler = handler;
+  }
+  setDisplayMediaRequestHandler(handler: FakeSession['displayMediaRequestHandler']): void {
+    this.displayMediaRequestHandler = handler;
+  }
+}
+
+export const session = {
+  defaultSession: new FakeSession(),
+  partitions: new Map<string, FakeSession>(),
+  /** Like Electron: a new partition's session is announced with app's `session-created`. */
+  fromPartition(partition: string): FakeSession {
+    let s = this.partitions.get(partition);
+    if (!s) {
+      s = new FakeSession();
+      this.partitions.set(partition, s);
+      app.emit('session-created', s);
+    }
+    return s;
+  },
+};
 
 export class FakeWebContents extends EventEmitter {
   windowOpenHandler: ((details: { url: string }) => { action: 'deny' | 'allow' }) | null = null;
@@ -194,7 +231,8 @@ export const safeStorage = {
     return Buffer.concat([Buffer.from('keychain:'), Buffer.from(plainText, 'utf8').map((b) => b ^ 0x5a)]);
   },
   decryptString(encrypted: Buffer): string {
-    if (this.failDecrypt || !encrypted.subarray(0, 9).equals(Buffer.from('keychain:'))) throw new Error('Error while decrypting the ciphertext provided to safeStorage.decryptString.');
+    if (this.failDecrypt || !encrypted.subarray(0, 9).equals(Buffer.from('keychain:')))
+      throw new Error('Error while decrypting the ciphertext provided to safeStorage.decryptString.');
     return Buffer.from(encrypted.subarray(9).map((b) => b ^ 0x5a)).toString('utf8');
   },
 };
@@ -220,6 +258,8 @@ export function resetElectronStub(): void {
   safeStorage.available = true;
   safeStorage.backend = 'gnome_libsecret';
   safeStorage.failDecrypt = false;
+  session.defaultSession = new FakeSession();
+  session.partitions.clear();
 }
 
-export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell, Menu, clipboard, Tray, safeStorage };
+export default { app, BrowserWindow, ipcMain, ipcRenderer, contextBridge, dialog, shell, Menu, clipboard, Tray, safeStorage, session };

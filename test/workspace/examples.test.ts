@@ -2,7 +2,7 @@
  * The example workspace (`fixtures/workspace/`, issue 4): every example loads cleanly and answers what
  * its README says.
  *
- * Until the workspace loader lands, the folders are loaded here over HTTP the way API.md's "Workspace
+ * Until the workspace loader lands, the folders are loaded here over HTTP the way docs/contract.md's "Workspace
  * loader" describes: one snippet per folder, runtime from `snippet.json` or implied by `index.ts` /
  * `main.py`, the folder's files as the version's bundle, `snippet.json`'s limits, deployed to
  * `deploy` (default `["dev"]`). The core watches fixtures/workspace with the real loader.
@@ -11,6 +11,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operations as ops } from '../../contract';
 import { PROJECT_ROOT, startTestCore, type TestCore } from '../helpers/core';
 import { readmeRows } from '../helpers/workspace-readme';
 
@@ -62,12 +63,20 @@ async function loadWorkspace(core: TestCore): Promise<Map<string, Loaded>> {
   const loaded = new Map<string, Loaded>();
   const status = await core.call('GET', '/_emu/workspace', undefined, { key: core.admin });
   expect(status.status).toBe(200);
-  const folders = new Map((status.json.folders as { snippet: string; state: string; version: number; deployed: string[]; error: unknown }[]).map((f) => [f.snippet, f]));
+  const folders = new Map(
+    (status.json.folders as { snippet: string; state: string; version: number; deployed: string[]; error: unknown }[]).map((f) => [
+      f.snippet,
+      f,
+    ]),
+  );
   for (const e of await readdir(SNIPPETS, { withFileTypes: true })) {
     if (!e.isDirectory() || e.name.startsWith('.')) continue;
     const dir = join(SNIPPETS, e.name);
     const config: SnippetJson = existsSync(join(dir, 'snippet.json')) ? JSON.parse(await readFile(join(dir, 'snippet.json'), 'utf8')) : {};
-    expect(Object.keys(config).filter((k) => !SNIPPET_JSON_KEYS.includes(k)), `${e.name}/snippet.json: unknown keys`).toEqual([]);
+    expect(
+      Object.keys(config).filter((k) => !SNIPPET_JSON_KEYS.includes(k)),
+      `${e.name}/snippet.json: unknown keys`,
+    ).toEqual([]);
     const implied = existsSync(join(dir, 'index.ts')) ? 'bun' : existsSync(join(dir, 'main.py')) ? 'python' : undefined;
     const runtime = config.runtime ?? implied;
     expect(runtime, `${e.name}: index.ts, main.py or snippet.json's runtime`).toBeDefined();
@@ -79,7 +88,9 @@ async function loadWorkspace(core: TestCore): Promise<Map<string, Loaded>> {
     expect(snippet.runtime).toBe(runtime);
     if (config.description) expect(snippet.description).toBe(config.description);
     const version = (await core.call('GET', `/v1/snippets/${e.name}/versions/${folder!.version}`)).json;
-    const limits = Object.fromEntries((['timeout_ms', 'max_memory_mb', 'max_cpu_percent'] as const).filter((k) => config[k] !== undefined).map((k) => [k, config[k]]));
+    const limits = Object.fromEntries(
+      (['timeout_ms', 'max_memory_mb', 'max_cpu_percent'] as const).filter((k) => config[k] !== undefined).map((k) => [k, config[k]]),
+    );
     expect(version, `${e.name}: the version keeps snippet.json's limits`).toMatchObject({ source: 'workspace', ...limits });
     const deploy = config.deploy ?? ['dev'];
     expect(folder!.deployed).toEqual(deploy);
@@ -102,28 +113,17 @@ interface StreamEvent {
 /** Invokes in stream mode and reads the SSE response as it arrives (as test/api/stream.test.ts does). */
 async function invokeStream(core: TestCore, name: string, input: unknown, env = 'dev') {
   const t0 = performance.now();
-  const res = await fetch(`${core.url}/v1/invoke/${name}?env=${env}`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${core.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
-    body: JSON.stringify(input),
+  const stream = await core.client.stream(ops.invoke, {
+    params: { snippet: name },
+    query: { env },
+    body: input as Record<string, unknown>,
+    headers: { 'x-invoke-mode': 'stream' },
   });
-  expect(res.status, name).toBe(200);
-  expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+  expect(stream.status, name).toBe(200);
+  expect(stream.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
   const events: StreamEvent[] = [];
-  let buf = '';
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-    buf += decoder.decode(bytes, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      if (frame.startsWith(':')) continue; // : ping
-      const field = (f: string) => frame.split('\n').find((l) => l.startsWith(`${f}: `))?.slice(f.length + 2);
-      events.push({ id: Number(field('id')), event: field('event')!, data: JSON.parse(field('data')!), at: performance.now() - t0 });
-    }
-  }
-  return { id: res.headers.get('x-invocation-id')!, events };
+  for await (const e of stream) events.push({ id: Number(e.id), event: e.event, data: e.data, at: performance.now() - t0 });
+  return { id: stream.headers.get('x-invocation-id')!, events };
 }
 
 describe('the example workspace', () => {
@@ -141,7 +141,15 @@ describe('the example workspace', () => {
 
   it('loads cleanly: every folder a snippet, the README names each one with its runtime', async () => {
     expect([...loaded.keys()].sort()).toEqual([
-      'ai-token-stream', 'counter', 'hello-bun', 'hello-python', 'langgraph-agent', 'langgraph-stream', 'mastra-agent', 'multi-file', 'stream',
+      'ai-token-stream',
+      'counter',
+      'hello-bun',
+      'hello-python',
+      'langgraph-agent',
+      'langgraph-stream',
+      'mastra-agent',
+      'multi-file',
+      'stream',
     ]);
     const rows = await readmeRows();
     expect([...rows.keys()].sort()).toEqual([...loaded.keys()].sort());
@@ -165,7 +173,10 @@ describe('the example workspace', () => {
   });
 
   it('hello-bun and hello-python: the default name, and the greeting in the logs', async () => {
-    for (const [name, runtime] of [['hello-bun', 'bun'], ['hello-python', 'python']] as const) {
+    for (const [name, runtime] of [
+      ['hello-bun', 'bun'],
+      ['hello-python', 'python'],
+    ] as const) {
       const res = await invoke(name, {});
       expect(res.json, name).toEqual({ message: 'Hello, world!', runtime });
       const logs = await core.call('GET', `/v1/invocations/${res.headers.get('x-invocation-id')}/logs`);

@@ -10,7 +10,8 @@ declare const Bun: {
   Transpiler: new (opts: { loader: Loader }) => { transformSync(code: string): string; scan(code: string): { exports: string[] } };
 };
 
-const loaderOf = (path: string): Loader => (path.endsWith('.tsx') ? 'tsx' : path.endsWith('.ts') ? 'ts' : path.endsWith('.jsx') ? 'jsx' : 'js');
+const loaderOf = (path: string): Loader =>
+  path.endsWith('.tsx') ? 'tsx' : path.endsWith('.ts') ? 'ts' : path.endsWith('.jsx') ? 'jsx' : 'js';
 
 function check(input: { entrypoint: string; files: Record<string, string> }): Problem[] {
   const problems: Problem[] = [];
@@ -28,7 +29,11 @@ function check(input: { entrypoint: string; files: Record<string, string> }): Pr
         }
       }
     } catch (err) {
-      const e = err as { message?: string; position?: { line: number; column: number } | null; errors?: { message: string; position?: { line: number; column: number } }[] };
+      const e = err as {
+        message?: string;
+        position?: { line: number; column: number } | null;
+        errors?: { message: string; position?: { line: number; column: number } }[];
+      };
       const list = e.errors?.length ? e.errors : [e];
       for (const item of list) {
         problems.push({ file, line: item.position?.line, column: item.position?.column, message: String(item.message ?? err) });
@@ -42,7 +47,7 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
   if (!line.trim()) continue;
   let answer: unknown;
   try {
-    answer = check(JSON.parse(line));
+    answer = check(JSON.parse(line) as { entrypoint: string; files: Record<string, string> });
   } catch (err) {
     answer = { error: String(err) };
   }

@@ -13,13 +13,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import util from 'node:util';
+import { startEgressRelay } from './egress-relay';
 
 declare const Bun: {
   version: string;
+  resolveSync(specifier: string, from: string): string;
   file(fd: number): { stream(): ReadableStream<Uint8Array> };
   sleepSync(ms: number): void;
-  listen(o: { hostname: string; port: number; allowHalfOpen?: boolean; socket: RelayHandlers }): { port: number };
-  connect(o: { unix: string; allowHalfOpen?: boolean; data?: RelayLink; socket: RelayHandlers }): Promise<RawSocket>;
 };
 
 const FD = 3;
@@ -44,6 +44,10 @@ function argValue(name: string): string | undefined {
 const bundleArg = argValue('--bundle');
 /** Without --entry the runner is a spare: started ahead, it loads the entry named by a `load` frame. */
 const entryArg = argValue('--entry');
+/** A framework spare: packages to import before the `load` frame (comma-separated; executor/import-profile.ts). */
+const preloadArg = argValue('--preload');
+/** A framework spare: the warm-up run after the preload (a file beside this one; executor/import-profile.ts). */
+const warmupArg = argValue('--warmup');
 if (!bundleArg) {
   process.stderr.write('usage: bun runner.ts --bundle DIR [--entry FILE]   (fd 3 open)\n');
   process.exit(2);
@@ -82,6 +86,9 @@ function sendFrame(frame: Record<string, unknown>): void {
   }
   writeLine(JSON.stringify(frame) + '\n');
 }
+
+/** While a spare's warm-up runs (before any bundle): console and stdout/stderr output is dropped. */
+let muted = false;
 
 const realStderrWrite = process.stderr.write.bind(process.stderr);
 const realStdoutWrite = process.stdout.write.bind(process.stdout);
@@ -176,7 +183,7 @@ function describeInitError(err: unknown): { message: string; stack?: string } {
   const pos = first && typeof first === 'object' ? (first.position as Record<string, unknown> | null | undefined) : undefined;
   if (pos && typeof pos === 'object' && typeof pos.file === 'string') {
     const file = relativise(String(pos.file));
-    const where = `${file}:${pos.line}:${pos.column}`;
+    const where = `${file}:${String(pos.line)}:${String(pos.column)}`;
     const kind = first!.name === 'ResolveMessage' ? 'ResolveError' : 'SyntaxError';
     const lines: string[] = [];
     for (const e of list) {
@@ -184,8 +191,9 @@ function describeInitError(err: unknown): { message: string; stack?: string } {
       const msg = String((e as { message?: unknown }).message);
       if (p && typeof p.file === 'string') {
         const col = Math.max(0, Number(p.column) || 0);
-        lines.push(`${relativise(String(p.file))}:${p.line}:${p.column}: ${msg}`);
-        if (typeof p.lineText === 'string') lines.push(`  ${p.line} | ${p.lineText}`, `  ${' '.repeat(String(p.line).length)} | ${' '.repeat(col)}^`);
+        lines.push(`${relativise(String(p.file))}:${String(p.line)}:${String(p.column)}: ${msg}`);
+        if (typeof p.lineText === 'string')
+          lines.push(`  ${String(p.line)} | ${p.lineText}`, `  ${' '.repeat(String(p.line).length)} | ${' '.repeat(col)}^`);
       } else lines.push(msg);
     }
     return { message: `${kind}: ${String(first!.message)} (${where})`, stack: lines.join('\n') };
@@ -234,7 +242,10 @@ function emitLog(inv: Invocation, stream: 'stdout' | 'stderr', data: string): vo
 
 function chunkToString(chunk: unknown, encoding?: unknown): string {
   if (typeof chunk === 'string') return chunk;
-  if (chunk instanceof Uint8Array) return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+  if (chunk instanceof Uint8Array)
+    return Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString(
+      typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8',
+    );
   return String(chunk);
 }
 
@@ -245,6 +256,7 @@ for (const [stream, name, real] of [
 ] as const) {
   (stream as { write: unknown }).write = function write(chunk: unknown, encoding?: unknown, cb?: unknown): boolean {
     const inv = current;
+    if (!inv && muted) return true;
     if (!inv) return (real as (...a: unknown[]) => boolean)(chunk, encoding, cb);
     emitLog(inv, name, chunkToString(chunk, encoding));
     const callback = typeof encoding === 'function' ? encoding : cb;
@@ -258,16 +270,41 @@ for (const [stream, name, real] of [
 // first use, so the common path never loads node:console / node:stream.
 type ConsoleLike = Record<string, (...args: unknown[]) => unknown>;
 const CONSOLE_METHODS = [
-  'log', 'info', 'debug', 'warn', 'error', 'trace', 'dir', 'dirxml', 'table', 'group', 'groupCollapsed',
-  'groupEnd', 'count', 'countReset', 'time', 'timeEnd', 'timeLog', 'assert',
+  'log',
+  'info',
+  'debug',
+  'warn',
+  'error',
+  'trace',
+  'dir',
+  'dirxml',
+  'table',
+  'group',
+  'groupCollapsed',
+  'groupEnd',
+  'count',
+  'countReset',
+  'time',
+  'timeEnd',
+  'timeLog',
+  'assert',
 ];
-const CONSOLE_STREAM: Record<string, 'stdout' | 'stderr'> = { log: 'stdout', info: 'stdout', debug: 'stdout', warn: 'stderr', error: 'stderr' };
+const CONSOLE_STREAM: Record<string, 'stdout' | 'stderr'> = {
+  log: 'stdout',
+  info: 'stdout',
+  debug: 'stdout',
+  warn: 'stderr',
+  error: 'stderr',
+};
 let groupIndent = '';
 let captureConsole: ConsoleLike | null = null;
 function getCaptureConsole(): ConsoleLike {
   if (captureConsole) return captureConsole;
+  // Loaded on the first capture, not at start-up (the runner's start pays only for what it uses).
+  /* eslint-disable @typescript-eslint/no-require-imports */
   const { Console } = require('node:console') as typeof import('node:console');
   const { Writable } = require('node:stream') as typeof import('node:stream');
+  /* eslint-enable @typescript-eslint/no-require-imports */
   const sink = (name: 'stdout' | 'stderr') =>
     new Writable({
       decodeStrings: false,
@@ -297,6 +334,7 @@ function indent(text: string): string {
     const stream = CONSOLE_STREAM[method];
     con[method] = function (...args: unknown[]) {
       const inv = current;
+      if (!inv && muted) return undefined;
       if (!inv) return real.apply(console, args);
       if (stream) {
         emitLog(inv, stream, indent(`${format(args)}\n`));
@@ -320,196 +358,11 @@ function indent(text: string): string {
 }
 
 // ---- egress ----------------------------------------------------------------------------------------
-//
-// The way out of the sandbox (DESIGN.md, "Egress proxy"): its network namespace has only loopback, and
-// the core's egress proxy listens on a unix socket bound in at SVC_EGRESS_SOCKET. This relay listens on
-// 127.0.0.1 and forwards each TCP connection to that socket, after one preamble line naming the
-// invocation running when the connection was accepted:
-//
-//   SVC-EGRESS 1 <invocation id or ->\r\n      then the bytes of an ordinary HTTP proxy connection
-//
-// HTTP_PROXY & co. point at the relay (Bun's fetch reads them from process.env on every request, with no
-// bypass for loopback targets while NO_PROXY is empty; checked on Bun 1.4.4). A connection belongs to one
-// invocation: every relayed connection is closed when an invocation starts and when it ends, so a
-// keep-alive connection is never reused under another invocation's name.
-// Bun's own sockets, not node:net: listening costs ~0.1 ms here, node:net ~5 ms of every cold start.
+// The way out of the sandbox: the relay of egress-relay.ts (docs/egress-relay.md), started before the bundle loads.
 
-interface RawSocket {
-  data: RelayLink;
-  write(data: Uint8Array): number;
-  end(): void;
-  terminate(): void;
-  pause(): void;
-  resume(): void;
-}
-
-/** One side of a relayed connection: the client's TCP socket, or the upstream unix socket. */
-interface RelaySide {
-  sock: RawSocket | null;
-  /** Bytes waiting to be written to this side (it is still connecting, or a write came back short). */
-  queue: Uint8Array[];
-  /** No more bytes will come from it (FIN or closed). */
-  done: boolean;
-  /** Closed: nothing can be written to it any more. */
-  gone: boolean;
-  /** We sent it our FIN. */
-  ended: boolean;
-}
-
-interface RelayLink {
-  client: RelaySide;
-  upstream: RelaySide;
-  closed: boolean;
-}
-
-interface RelayHandlers {
-  open?(s: RawSocket): void;
-  data?(s: RawSocket, d: Uint8Array): void;
-  drain?(s: RawSocket): void;
-  end?(s: RawSocket): void;
-  close?(s: RawSocket, err?: unknown): void;
-  error?(s: RawSocket, err: unknown): void;
-}
-
-/** The proxy variables the runner keeps set (they win over an invocation's env of the same name). */
-const PROXY_NAMES = ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY'] as const;
-const NO_PROXY_NAMES = ['NO_PROXY', 'no_proxy'] as const;
-
-/** An id fit for the preamble line: printable ASCII without spaces, else "-". */
-function preambleId(id: string | undefined): string {
-  return id && /^[\x21-\x7e]{1,200}$/.test(id) ? id : '-';
-}
-
-function startEgressRelay(socketPath: string): { url: string; env: Record<string, string>; closeAll(): void } {
-  const links = new Set<RelayLink>();
-  const side = (sock: RawSocket | null): RelaySide => ({ sock, queue: [], done: false, gone: false, ended: false });
-  const other = (link: RelayLink, s: RelaySide) => (s === link.client ? link.upstream : link.client);
-
-  const close = (link: RelayLink) => {
-    if (link.closed) return;
-    link.closed = true;
-    links.delete(link);
-    link.client.sock?.terminate();
-    link.upstream.sock?.terminate();
-  };
-  const settle = (link: RelayLink) => {
-    const { client: c, upstream: u } = link;
-    const over = (s: RelaySide) => s.gone || (s.done && s.ended && s.queue.length === 0);
-    if (over(c) && over(u)) {
-      link.closed = true; // both directions are over: the sockets close themselves
-      links.delete(link);
-    }
-  };
-
-  /** Writes what waits for `dst`; once all of it is written, ends `dst` if its source is done, else resumes the source. */
-  const flush = (link: RelayLink, dst: RelaySide) => {
-    if (link.closed || dst.gone || !dst.sock) return;
-    while (dst.queue.length) {
-      const chunk = dst.queue[0]!;
-      const n = dst.sock.write(chunk);
-      if (n < 0) return close(link);
-      if (n < chunk.byteLength) {
-        dst.queue[0] = chunk.subarray(n);
-        return; // the rest on drain
-      }
-      dst.queue.shift();
-    }
-    const src = other(link, dst);
-    if (src.done) {
-      if (!dst.ended) {
-        dst.ended = true;
-        dst.sock.end();
-      }
-      settle(link);
-    } else src.sock?.resume();
-  };
-
-  const onData = (link: RelayLink, src: RelaySide, chunk: Uint8Array) => {
-    if (link.closed) return;
-    const dst = other(link, src);
-    if (dst.gone) return; // nobody reads it any more
-    if (dst.sock && dst.queue.length === 0) {
-      const n = dst.sock.write(chunk);
-      if (n < 0) return close(link);
-      if (n === chunk.byteLength) return;
-      chunk = chunk.subarray(n);
-    }
-    dst.queue.push(Uint8Array.prototype.slice.call(chunk)); // a copy: the chunk's memory may be reused
-    src.sock?.pause();
-  };
-
-  /** `src` sends no more: end the other side once what waits for it is written. */
-  const onDone = (link: RelayLink, src: RelaySide) => {
-    if (link.closed || src.done) return;
-    src.done = true;
-    flush(link, other(link, src));
-    settle(link);
-  };
-  const onClose = (link: RelayLink, s: RelaySide) => {
-    if (link.closed) return;
-    s.gone = true;
-    s.queue.length = 0;
-    onDone(link, s);
-    settle(link);
-  };
-
-  const upstreamHandlers: RelayHandlers = {
-    data: (s, d) => onData(s.data, s.data.upstream, d),
-    drain: (s) => flush(s.data, s.data.upstream),
-    end: (s) => onDone(s.data, s.data.upstream),
-    close: (s) => onClose(s.data, s.data.upstream),
-    error: () => {}, // a close follows
-  };
-
-  const listener = Bun.listen({
-    hostname: '127.0.0.1',
-    port: 0,
-    allowHalfOpen: true,
-    socket: {
-      open(client) {
-        const link: RelayLink = { client: side(client), upstream: side(null), closed: false };
-        client.data = link;
-        links.add(link);
-        link.upstream.queue.push(Buffer.from(`SVC-EGRESS 1 ${preambleId(current?.id)}\r\n`, 'latin1'));
-        Bun.connect({ unix: socketPath, allowHalfOpen: true, data: link, socket: upstreamHandlers }).then(
-          (upstream) => {
-            if (link.closed) return upstream.terminate();
-            link.upstream.sock = upstream;
-            flush(link, link.upstream);
-          },
-          (err: unknown) => {
-            if (link.closed) return;
-            note(`egress: cannot reach the egress proxy at ${socketPath}: ${String((err as { code?: string })?.code ?? err)}`);
-            const body = "the sandbox cannot reach the emulator's egress proxy\n";
-            link.closed = true;
-            links.delete(link);
-            client.write(Buffer.from(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`, 'latin1'));
-            client.end();
-          },
-        );
-      },
-      data: (s, d) => onData(s.data, s.data.client, d),
-      drain: (s) => flush(s.data, s.data.client),
-      end: (s) => onDone(s.data, s.data.client),
-      close: (s) => onClose(s.data, s.data.client),
-      error: () => {},
-    },
-  });
-
-  const url = `http://127.0.0.1:${listener.port}`;
-  const env: Record<string, string> = {};
-  for (const name of PROXY_NAMES) env[name] = url;
-  for (const name of NO_PROXY_NAMES) env[name] = '';
-  return {
-    url,
-    env,
-    closeAll() {
-      for (const link of [...links]) close(link);
-    },
-  };
-}
-
-const egress = process.env.SVC_EGRESS_SOCKET ? startEgressRelay(process.env.SVC_EGRESS_SOCKET) : null;
+const egress = process.env.SVC_EGRESS_SOCKET
+  ? startEgressRelay(process.env.SVC_EGRESS_SOCKET, { currentId: () => current?.id, note })
+  : null;
 if (egress) Object.assign(process.env, egress.env);
 
 // ---- env -------------------------------------------------------------------------------------------
@@ -632,7 +485,7 @@ async function load(entry: string): Promise<Handler | null> {
     return null;
   }
   const init_ms = performance.now() - t0;
-  const def = mod.default as unknown;
+  const def = mod.default;
   let handler: unknown;
   if (typeof def === 'function') handler = def;
   else if (typeof mod.handler === 'function') handler = mod.handler;
@@ -650,6 +503,52 @@ async function load(entry: string): Promise<Handler | null> {
   return handler as Handler;
 }
 
+/**
+ * A spare's imports (a framework spare's; none for a plain one), made before any bundle is given, then a
+ * `preloaded` frame: the spare is up, and the host may cap it and hand it a bundle. Each is resolved from
+ * the bundle dir, as the snippet's own `import` will be: the same file, so the snippet's import finds the module
+ * record made here (Bun keys modules by resolved path). One that fails is noted and left to the snippet.
+ */
+async function preload(list: string, warmup: string | undefined): Promise<void> {
+  const t0 = performance.now();
+  const failed: string[] = [];
+  const load = (spec: string) => import(Bun.resolveSync(spec, BUNDLE_DIR)) as Promise<Record<string, unknown>>;
+  for (const spec of list.split(',').filter(Boolean)) {
+    try {
+      await load(spec);
+    } catch (err) {
+      failed.push(spec);
+      note(`preloading ${spec} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  const ms = Math.round((performance.now() - t0) * 1000) / 1000;
+  const warm = warmup && !failed.length ? await warmUp(warmup, load) : null;
+  sendFrame({ t: 'preloaded', ms, ...(failed.length ? { failed } : {}), ...(warm ?? {}) });
+}
+
+/**
+ * The framework's warm-up (warmup-*.ts beside this file): one agent run of our own, in this process, before any
+ * bundle, so the framework's functions a first run calls are compiled. Its output is dropped; a failure is noted
+ * and changes nothing else (the spare serves as it would have without it).
+ */
+async function warmUp(file: string, load: (spec: string) => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> {
+  const t0 = performance.now();
+  const done = (extra: Record<string, unknown> = {}) => ({ warmup_ms: Math.round((performance.now() - t0) * 1000) / 1000, ...extra });
+  if (!/^warmup-[\w-]+\.ts$/.test(file)) return done({ warmup_failed: `not a warm-up file: ${file}` });
+  muted = true;
+  try {
+    const mod = (await import(path.join(path.dirname(RUNNER_FILE), file))) as { warmUp(load: unknown): Promise<void> };
+    await mod.warmUp(load);
+    return done();
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    note(`the warm-up ${file} failed: ${why}`);
+    return done({ warmup_failed: why.slice(0, 500) });
+  } finally {
+    muted = false;
+  }
+}
+
 // ---- serve -----------------------------------------------------------------------------------------
 
 interface LoadFrame {
@@ -665,7 +564,11 @@ interface InvokeFrame {
 }
 
 function isAsyncIterable(v: unknown): v is AsyncIterable<unknown> {
-  return v !== null && (typeof v === 'object' || typeof v === 'function') && typeof (v as Record<symbol, unknown>)[Symbol.asyncIterator] === 'function';
+  return (
+    v !== null &&
+    (typeof v === 'object' || typeof v === 'function') &&
+    typeof (v as Record<symbol, unknown>)[Symbol.asyncIterator] === 'function'
+  );
 }
 function isSyncGenerator(v: unknown): v is Generator<unknown, unknown> {
   return v !== null && typeof v === 'object' && Object.prototype.toString.call(v) === '[object Generator]';
@@ -683,9 +586,8 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
     return;
   }
   const idJson = JSON.stringify(frame.id);
-  let aborted!: Promise<never>;
   const inv: Invocation = { id: frame.id, logBytes: 0, truncated: false, dropped: 0, done: false, abort: () => {} };
-  aborted = new Promise<never>((_, reject) => {
+  const aborted = new Promise<never>((_, reject) => {
     inv.abort = reject;
   });
   aborted.catch(() => {});
@@ -783,6 +685,7 @@ async function main(): Promise<void> {
   }
   let handler: Handler | null = null;
   let loaded = false;
+  if (!entryArg) await preload(preloadArg ?? '', warmupArg);
   if (entryArg) {
     handler = await load(entryArg);
     loaded = true;
@@ -827,7 +730,7 @@ async function main(): Promise<void> {
   };
 
   for (;;) {
-    let chunk: ReadableStreamReadResult<Uint8Array>;
+    let chunk: Awaited<ReturnType<typeof reader.read>>;
     try {
       chunk = await reader.read();
     } catch {

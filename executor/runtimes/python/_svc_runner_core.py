@@ -20,6 +20,8 @@ import os
 import sys
 import time
 
+import _svc_egress_relay
+
 FD = 3
 # Keep in step with MAX_FRAME_BYTES in executor/protocol.ts.
 MAX_FRAME_BYTES = 8 * 1024 * 1024
@@ -33,7 +35,7 @@ HOST_OPS = frozenset(("store.get", "store.set", "store.delete", "store.list", "i
 
 RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
 # The runner's own files: their frames never show in a tenant's traceback.
-RUNNER_FILES = frozenset(os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "svc_runner.py"))
+RUNNER_FILES = frozenset(os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "_svc_egress_relay.py", "svc_runner.py"))
 
 
 # ---- JSON, the way json.dumps / json.loads do it in C (same output, same error messages) -----------------
@@ -188,7 +190,7 @@ class _LogStream:
 
     def write(self, s):
         if _current is None:
-            return self._real.write(s)
+            return len(s) if _muted else self._real.write(s)
         if not isinstance(s, str):
             raise TypeError("write() argument must be str, not %s" % type(s).__name__)
         with self._lock:
@@ -250,6 +252,8 @@ class _LogStream:
         return getattr(self._real, name)
 
 
+# While a spare's warm-up runs (before any bundle): what it prints is dropped.
+_muted = False
 _real_stdout = sys.stdout
 _real_stderr = sys.stderr
 _stdout = _LogStream("stdout", _real_stdout)
@@ -289,294 +293,11 @@ def _apply_env(env):
 
 # ---- egress --------------------------------------------------------------------------------------------
 #
-# The way out of the sandbox (DESIGN.md, "Egress proxy"): its network namespace has only loopback, and the
-# core's egress proxy listens on a unix socket bound in at SVC_EGRESS_SOCKET. This relay listens on
-# 127.0.0.1 and forwards each TCP connection to that socket, after one preamble line naming the invocation
-# running when the connection was accepted:
-#
-#   SVC-EGRESS 1 <invocation id or ->\r\n      then the bytes of an ordinary HTTP proxy connection
-#
-# HTTP_PROXY & co. point at the relay, NO_PROXY is empty (urllib, requests and httpx then send loopback
-# targets through the proxy too). It runs on its own thread (a sync handler blocks the main one), with
-# _socket and select.epoll directly: the socket and selectors modules cost ~6 ms of every cold start.
-# A connection belongs to one invocation: all are closed when an invocation starts and when it ends, so a
-# pooled keep-alive connection is never reused under another invocation's name.
+# The way out of the sandbox: the relay of _svc_egress_relay.py (docs/egress-relay.md), started before the
+# bundle loads, on its own thread.
 
-_PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY")
-_NO_PROXY_NAMES = ("NO_PROXY", "no_proxy")
 _egress_env = {}
 _egress = None
-_BAD_GATEWAY_BODY = b"the sandbox cannot reach the emulator's egress proxy\n"
-_BAD_GATEWAY = (
-    b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
-    % (len(_BAD_GATEWAY_BODY), _BAD_GATEWAY_BODY)
-)
-
-
-def _preamble_id(inv):
-    inv_id = inv.id if inv is not None else ""
-    if 0 < len(inv_id) <= 200 and all(0x21 <= ord(c) <= 0x7E for c in inv_id):
-        return inv_id
-    return "-"
-
-
-class _Side:
-    """One side of a relayed connection: the client's TCP socket or the upstream unix socket."""
-
-    __slots__ = ("sock", "fd", "queue", "done", "gone", "ended", "mask")
-
-    def __init__(self, sock):
-        self.sock = sock
-        self.fd = sock.fileno() if sock is not None else -1
-        self.queue = []  # bytes waiting to be written to this side
-        self.done = False  # no more bytes come from it (EOF, or it is gone)
-        self.gone = False  # closed: nothing can be written to it any more
-        self.ended = False  # we sent it our FIN
-        self.mask = -1  # the events registered for it (-1: not registered)
-
-
-class _Link:
-    __slots__ = ("client", "upstream", "closed")
-
-    def __init__(self, client, upstream):
-        self.client = client
-        self.upstream = upstream
-        self.closed = False
-
-    def other(self, side):
-        return self.upstream if side is self.client else self.client
-
-
-class _Relay:
-    def __init__(self, path):
-        import _socket
-        import select
-
-        self._s = _socket
-        self.path = path
-        listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
-        listener.setblocking(False)
-        self.listener = listener
-        self.port = listener.getsockname()[1]
-        if hasattr(select, "epoll"):
-            self.poller = select.epoll()
-            self.IN, self.OUT, self.HUP = select.EPOLLIN, select.EPOLLOUT, select.EPOLLHUP | select.EPOLLERR
-        else:
-            self.poller = select.poll()
-            self.IN, self.OUT, self.HUP = select.POLLIN, select.POLLOUT, select.POLLHUP | select.POLLERR
-        self.poller.register(listener.fileno(), self.IN)
-        self.sides = {}  # fd -> (link, side)
-        self.links = set()
-        # Held while a socket is closed (relay thread) or shut down (close_all, on the main thread), so a
-        # shutdown never reaches a descriptor number that was closed and given to a new connection.
-        self.lock = _thread.allocate_lock()
-
-    # -- the main thread's part --
-
-    def close_all(self):
-        SHUT_RDWR = self._s.SHUT_RDWR
-        with self.lock:
-            for link in self.links:
-                for side in (link.client, link.upstream):
-                    if side.sock is not None and not side.gone:
-                        try:
-                            side.sock.shutdown(SHUT_RDWR)
-                        except OSError:
-                            pass
-                link.closed = True  # the relay thread closes it on the events that follow
-
-    # -- the relay thread --
-
-    def run(self):
-        poll = self.poller.poll
-        listener_fd = self.listener.fileno()
-        while True:
-            try:
-                events = poll()
-            except InterruptedError:
-                continue
-            for fd, ev in events:
-                if fd == listener_fd:
-                    self._accept()
-                    continue
-                entry = self.sides.get(fd)
-                if entry is None:
-                    continue
-                link, side = entry
-                try:
-                    self._event(link, side, ev)
-                except Exception as e:  # never let one connection stop the relay
-                    _note("egress: relay error: %s: %s" % (type(e).__name__, e))
-                    self._close_link(link)
-                else:
-                    self._update(link)
-
-    def _accept(self):
-        _socket = self._s
-        while True:
-            try:
-                fd, _addr = self.listener._accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:  # e.g. EMFILE: nothing to do but leave it in the backlog
-                _note("egress: accept failed: %s" % e)
-                return
-            client = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fd)
-            client.setblocking(False)
-            preamble = ("SVC-EGRESS 1 %s\r\n" % _preamble_id(_current)).encode("ascii")
-            upstream = None
-            try:
-                upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-                upstream.settimeout(5)
-                upstream.connect(self.path)
-                upstream.setblocking(False)
-            except OSError as e:
-                _note("egress: cannot reach the egress proxy at %s: %s" % (self.path, e))
-                if upstream is not None:
-                    upstream.close()
-                upstream = None
-            link = _Link(_Side(client), _Side(upstream))
-            if upstream is None:
-                # Answer 502 and close once the client has sent its request (or gone).
-                link.upstream.gone = link.upstream.done = True
-                link.client.queue.append(_BAD_GATEWAY)
-            else:
-                link.upstream.queue.append(preamble)
-            with self.lock:
-                self.links.add(link)
-                for side in (link.client, link.upstream):
-                    if side.sock is not None:
-                        self.sides[side.fd] = (link, side)
-            self._flush(link, link.upstream)
-            self._flush(link, link.client)
-            self._update(link)
-
-    def _event(self, link, side, ev):
-        if link.closed:
-            self._close_link(link)
-            return
-        if ev & self.HUP:
-            # Closed both ways (or reset): read what is left, then it is gone.
-            while not side.done:
-                self._read(link, side, True)
-            self._gone(link, side)
-            return
-        if ev & self.OUT:
-            self._flush(link, side)
-        if ev & self.IN and not side.done:
-            self._read(link, side, False)
-
-    def _read(self, link, side, draining):
-        try:
-            data = side.sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            if draining:
-                side.done = True
-            return
-        except OSError:
-            data = b""
-        dst = link.other(side)
-        if not data:
-            side.done = True
-            self._flush(link, dst)  # ends dst once its queue is written
-            return
-        if dst.gone:
-            return  # nobody reads it any more
-        if dst.queue:
-            dst.queue.append(data)
-            return
-        try:
-            n = dst.sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            n = 0
-        except OSError:
-            self._gone(link, dst)
-            return
-        if n < len(data):
-            dst.queue.append(data[n:])
-
-    def _flush(self, link, dst):
-        """Writes what waits for dst; once all of it is written and its source is done, ends dst."""
-        if dst.gone or dst.sock is None:
-            return
-        queue = dst.queue
-        while queue:
-            try:
-                n = dst.sock.send(queue[0])
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                self._gone(link, dst)
-                return
-            if n < len(queue[0]):
-                queue[0] = queue[0][n:]
-                return
-            queue.pop(0)
-        if link.other(dst).done and not dst.ended:
-            dst.ended = True
-            try:
-                dst.sock.shutdown(self._s.SHUT_WR)
-            except OSError:
-                pass
-
-    def _gone(self, link, side):
-        side.gone = True
-        side.done = True
-        del side.queue[:]
-        self._flush(link, link.other(side))
-
-    def _update(self, link):
-        """Registers each side for what it waits on, and closes the link when both directions are over."""
-        if link.closed:
-            self._close_link(link)
-            return
-        c, u = link.client, link.upstream
-        over = lambda s: s.gone or (s.done and s.ended and not s.queue)  # noqa: E731
-        if over(c) and over(u):
-            self._close_link(link)
-            return
-        for side in (c, u):
-            if side.sock is None:
-                continue
-            if side.gone:
-                self._close_side(side)
-                continue
-            other = link.other(side)
-            mask = 0
-            # Backpressure: read a side only while what it sent before has been written on.
-            if not side.done and not other.queue:
-                mask |= self.IN
-            if side.queue:
-                mask |= self.OUT
-            if mask != side.mask:
-                if side.mask < 0:
-                    self.poller.register(side.fd, mask)
-                else:
-                    self.poller.modify(side.fd, mask)
-                side.mask = mask
-
-    def _close_side(self, side):
-        with self.lock:
-            if side.sock is None:
-                return
-            if side.mask >= 0:
-                try:
-                    self.poller.unregister(side.fd)
-                except (KeyError, OSError, ValueError):
-                    pass
-            self.sides.pop(side.fd, None)
-            side.sock.close()
-            side.sock = None
-            side.gone = True
-
-    def _close_link(self, link):
-        link.closed = True
-        self._close_side(link.client)
-        self._close_side(link.upstream)
-        with self.lock:
-            self.links.discard(link)
 
 
 def _start_egress():
@@ -585,17 +306,10 @@ def _start_egress():
     path = os.environ.get("SVC_EGRESS_SOCKET")
     if not path:
         return
-    try:
-        relay = _Relay(path)
-    except OSError as e:
-        _note("egress: the relay could not start: %s" % e)
+    relay = _svc_egress_relay.start(path, lambda: _current.id if _current is not None else None, _note)
+    if relay is None:
         return
-    _thread.start_new_thread(relay.run, ())
-    url = "http://127.0.0.1:%d" % relay.port
-    for name in _PROXY_NAMES:
-        _egress_env[name] = url
-    for name in _NO_PROXY_NAMES:
-        _egress_env[name] = ""
+    _egress_env.update(relay.env)
     os.environ.update(_egress_env)
     _base_env.update(_egress_env)
     _egress = relay
@@ -773,7 +487,7 @@ def _parse_args(argv):
     opts = {}
     i = 1
     while i < len(argv):
-        if argv[i] in ("--bundle", "--entry") and i + 1 < len(argv):
+        if argv[i] in ("--bundle", "--entry", "--preload", "--warmup") and i + 1 < len(argv):
             opts[argv[i][2:]] = argv[i + 1]
             i += 2
         else:
@@ -828,6 +542,71 @@ def _load(bundle_dir, entry):
     v = sys.version_info
     _send({"t": "ready", "init_ms": round(init_ms, 3), "runtime": {"name": "python", "version": "%d.%d.%d" % (v[0], v[1], v[2])}})
     return handler
+
+
+def _warm_up(file):
+    """A framework spare's warm-up (a _svc_warmup_*.py beside this file, executor/import-profile.ts): one agent run of
+    our own, in this process, before any bundle, then the TLS contexts a first run builds made ahead (see that file).
+    The module is run without being put in sys.modules; what it prints and warns is dropped (a warning shown here
+    would not be shown to the snippet); the environment is put back as it was. Returns the `preloaded` frame's
+    warmup_ms (and warmup_failed: the spare serves anyway)."""
+    global _muted
+    t0 = time.perf_counter()
+    out = {}
+    env = dict(os.environ)
+    if not (file.startswith("_svc_warmup_") and file.endswith(".py") and os.sep not in file):
+        out["warmup_failed"] = "not a warm-up file: %s" % file
+    else:
+        import gc
+        import warnings
+
+        _muted = True
+        try:
+            spec_from_file_location, module_from_spec = _import_helpers()
+            spec = spec_from_file_location("_svc_warmup", os.path.join(RUNNER_DIR, file))
+            module = module_from_spec(spec)
+            spec.loader.exec_module(module)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                module.warm_up()
+                module.prebuild_ssl_contexts()
+        except BaseException as exc:  # noqa: BLE001 - a spare whose warm-up failed still serves
+            out["warmup_failed"] = ("%s: %s" % (type(exc).__name__, exc))[:500]
+            _note("the warm-up %s failed: %s" % (file, out["warmup_failed"]))
+        finally:
+            _muted = False
+            if dict(os.environ) != env:
+                os.environ.clear()
+                os.environ.update(env)
+            module = spec = None
+            gc.collect()
+    out["warmup_ms"] = round((time.perf_counter() - t0) * 1000, 3)
+    return out
+
+
+def _preload(names, warmup=None):
+    """A spare's imports (a framework spare's, executor/import-profile.ts; none for a plain one), made before any
+    bundle is given and before the bundle dir is on sys.path, then a `preloaded` frame (the spare is up: the host
+    may cap it and hand it a bundle) naming the top-level modules they added: a bundle that
+    defines one of those names (it would shadow it in a fresh runner) is not given to this spare. One that
+    fails is noted and left to the snippet."""
+    t0 = time.perf_counter()
+    before = set(sys.modules)
+    failed = []
+    for name in [n for n in names.split(",") if n]:
+        try:
+            __import__(name)
+        except BaseException as exc:  # noqa: BLE001 - a spare that cannot preload still serves as a plain one
+            failed.append(name)
+            _note("preloading %s failed: %s: %s" % (name, type(exc).__name__, exc))
+    frame = {"t": "preloaded", "ms": round((time.perf_counter() - t0) * 1000, 3)}
+    if failed:
+        frame["failed"] = failed
+    elif warmup:
+        frame.update(_warm_up(warmup))
+    # After the warm-up: what it imported would be shadowed by a bundle's module of the same name too.
+    frame["modules"] = sorted({m.split(".")[0] for m in set(sys.modules) - before})
+    _send(frame)
 
 
 # ---- serve ---------------------------------------------------------------------------------------------
@@ -888,25 +667,35 @@ def _invoke(handler, frame):
             output = _to_json(result, "the return value")
         except _NotJson as e:
             _drain_logs(inv)
-            inv.done = True
+            _release(inv)
             _send(_with_dropped(inv, {"t": "error", "id": inv.id, "code": "handler_error", "message": str(e)}))
             return
         except BaseException as exc:
             message, stack = _describe(exc)
             exc = None
             _drain_logs(inv)
-            inv.done = True
+            _release(inv)
             _send(_with_dropped(inv, {"t": "error", "id": inv.id, "code": "handler_error", "message": message, "stack": stack}))
             return
         _drain_logs(inv)
-        inv.done = True
+        _release(inv)
         dropped = ',"logs_dropped":%d' % inv.dropped if inv.dropped else ""
         _write_line('{"t":"result","id":%s,"output":%s%s}\n' % (inv.id_json, output, dropped))
     finally:
-        inv.done = True
-        _current = None
-        if _egress is not None:
-            _egress.close_all()
+        _release(inv)
+
+
+def _release(inv):
+    """Ends the invocation on this side before its last frame goes out (once): it stops naming new relay
+    connections, and the ones opened under it are closed. Done after the frame, a close_all could meet a
+    connection accepted once the executor had the answer (a thread's race: the relay has its own)."""
+    global _current
+    inv.done = True
+    if _current is not inv:
+        return
+    _current = None
+    if _egress is not None:
+        _egress.close_all()
 
 
 def _with_dropped(inv, frame):
@@ -1013,6 +802,8 @@ def main():
     # The runner's own directory is no place to import a tenant's modules from.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != RUNNER_DIR]
     _register_host()
+    if "entry" not in opts:
+        _preload(opts.get("preload", ""), opts.get("warmup"))
     sys.path.insert(0, bundle_dir)
 
     from _queue import SimpleQueue

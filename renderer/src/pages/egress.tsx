@@ -2,18 +2,13 @@
 // (refused ones highlighted), the profile and allow list in force, and fault rules (slow, fail, drop or
 // hang calls to a host or an integration) to rehearse a bad provider.
 import { useEffect, useState, type FormEvent } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
-import type { EgressEntry, FaultRule, NewFaultRule } from '../api-types';
+import type { EgressEntry, NewFaultRule } from '../types';
 import './operator.css';
-
-interface EgressLog {
-  profile: 'local' | 'production';
-  allow: string[];
-  data: EgressEntry[];
-}
 
 type FaultAction = NewFaultRule['action'];
 
@@ -41,7 +36,8 @@ function describeAction(a: Record<string, unknown>): string {
   }
 }
 
-const size = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`);
+const size = (n: number) =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`;
 const clock = (iso: string) => {
   const d = new Date(iso);
   return `${d.toLocaleTimeString('en-GB', { hour12: false })}.${String(d.getMilliseconds()).padStart(3, '0')}`;
@@ -50,8 +46,8 @@ const statusClass = (s: number) => (s < 300 ? 'op-ok' : s < 400 ? 'op-info' : s 
 
 export function Egress(_props: { params: string[] }) {
   const { api } = useApp();
-  const [log, reloadLog] = useLoad(async () => (await api.emu<EgressLog>('GET', '/_emu/egress')).body, [api]);
-  const [faults, reloadFaults] = useLoad(async () => (await api.emu<{ data: FaultRule[] }>('GET', '/_emu/egress/faults')).body.data, [api]);
+  const [log, reloadLog] = useLoad(async () => await api.client.call(operations.emuListEgress), [api]);
+  const [faults, reloadFaults] = useLoad(async () => (await api.client.call(operations.emuListFaults)).data, [api]);
   useEvery(REFRESH_MS, reloadLog);
   useEvery(REFRESH_MS, reloadFaults);
   const [error, setError] = useState<unknown>(null);
@@ -79,15 +75,15 @@ export function Egress(_props: { params: string[] }) {
               question="Clear the egress log?"
               confirmLabel="Clear"
               small={false}
-              onConfirm={() => act(() => api.emu('DELETE', '/_emu/egress'), reloadLog)}
+              onConfirm={() => act(() => api.client.call(operations.emuClearEgress), reloadLog)}
               testid="egress-clear"
             />
           )}
         </div>
       </PageHeader>
       <p className="op-intro">
-        Every outbound call made by snippets (their own HTTP) and integrations passes the egress proxy: it is logged here, checked against the profile, and
-        slowed or failed by the fault rules.
+        Every outbound call made by snippets (their own HTTP) and integrations passes the egress proxy: it is logged here, checked against
+        the profile, and slowed or failed by the fault rules.
       </p>
       {error !== null && <ProblemNotice error={error} />}
 
@@ -134,14 +130,16 @@ export function Egress(_props: { params: string[] }) {
                           )}
                         </td>
                         <td>{describeAction(r.action)}</td>
-                        <td className="op-nowrap">{r.times === null ? 'every call' : `${Math.max(r.times - r.hits, 0)} more of ${r.times}`}</td>
+                        <td className="op-nowrap">
+                          {r.times === null ? 'every call' : `${Math.max(r.times - r.hits, 0)} more of ${r.times}`}
+                        </td>
                         <td className="op-num">{r.hits}</td>
                         <td className="op-nowrap op-hide-narrow">{when(r.created_at)}</td>
                         <td className="op-row-actions">
                           <ConfirmButton
                             label="Delete"
                             question="Delete this rule?"
-                            onConfirm={() => act(() => api.emu('DELETE', `/_emu/egress/faults/${encodeURIComponent(r.id)}`), reloadFaults)}
+                            onConfirm={() => act(() => api.client.call(operations.emuRemoveFault, { params: { id: r.id } }), reloadFaults)}
                             testid="fault-delete"
                           />
                         </td>
@@ -157,18 +155,15 @@ export function Egress(_props: { params: string[] }) {
 
       <section className="card" aria-labelledby="egress-log-title">
         <div className="op-card-head">
-          <h2 id="egress-log-title">
-            Log{' '}
-            {log.state === 'ok' && <span className="muted">({log.data.data.length})</span>}
-          </h2>
+          <h2 id="egress-log-title">Log {log.state === 'ok' && <span className="muted">({log.data.data.length})</span>}</h2>
           <span className="op-hint">Newest first, the last 1000 · refreshes every 2 s</span>
         </div>
         <Show loaded={log}>
           {(l) =>
             l.data.length === 0 ? (
               <EmptyState title="No outbound calls yet">
-                Invoke a snippet that calls out (<code>fetch</code>, <code>requests</code>, an integration): each call appears here with its status, size and
-                time.
+                Invoke a snippet that calls out (<code>fetch</code>, <code>requests</code>, an integration): each call appears here with its
+                status, size and time.
               </EmptyState>
             ) : (
               <div className="op-scroll">
@@ -347,7 +342,13 @@ function FaultForm({ onAdded }: { onAdded: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      await api.emu('POST', '/_emu/egress/faults', { [kind]: target.trim(), action: act, ...(times.trim() ? { times: Number(times) } : {}) });
+      await api.client.call(operations.emuAddFault, {
+        body: {
+          [kind]: target.trim(),
+          action: act,
+          ...(times.trim() ? { times: Number(times) } : {}),
+        },
+      });
       setTarget('');
       setTouched(false);
       onAdded();
@@ -364,10 +365,23 @@ function FaultForm({ onAdded }: { onAdded: () => void }) {
         <fieldset className="op-radio-group" style={{ flex: '1 1 100%' }}>
           <legend>Applies to calls to</legend>
           <label>
-            <input type="radio" name="fault-kind" checked={kind === 'host'} onChange={() => setKind('host')} data-testid="fault-kind-host" /> a host
+            <input
+              type="radio"
+              name="fault-kind"
+              checked={kind === 'host'}
+              onChange={() => setKind('host')}
+              data-testid="fault-kind-host"
+            />{' '}
+            a host
           </label>
           <label>
-            <input type="radio" name="fault-kind" checked={kind === 'integration'} onChange={() => setKind('integration')} data-testid="fault-kind-integration" />{' '}
+            <input
+              type="radio"
+              name="fault-kind"
+              checked={kind === 'integration'}
+              onChange={() => setKind('integration')}
+              data-testid="fault-kind-integration"
+            />{' '}
             an integration
           </label>
         </fieldset>
@@ -407,10 +421,21 @@ function FaultForm({ onAdded }: { onAdded: () => void }) {
         {action === 'status' && (
           <>
             <Field label="Status" className="op-narrow" error={statusProblem}>
-              {(p) => <input {...p} inputMode="numeric" value={status} onChange={(e) => setStatus(e.target.value)} data-testid="fault-status" />}
+              {(p) => (
+                <input {...p} inputMode="numeric" value={status} onChange={(e) => setStatus(e.target.value)} data-testid="fault-status" />
+              )}
             </Field>
             <Field label="Body (optional)">
-              {(p) => <input {...p} value={body} onChange={(e) => setBody(e.target.value)} placeholder='{"error": "overloaded"}' spellCheck={false} data-testid="fault-body" />}
+              {(p) => (
+                <input
+                  {...p}
+                  value={body}
+                  onChange={(e) => setBody(e.target.value)}
+                  placeholder='{"error": "overloaded"}'
+                  spellCheck={false}
+                  data-testid="fault-body"
+                />
+              )}
             </Field>
           </>
         )}

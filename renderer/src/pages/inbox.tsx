@@ -2,18 +2,13 @@
 // one inbox's deliveries (newest first) with their signature check, the URL to use as callback_url, and
 // what the inbox answers (to rehearse retries). Both refresh every 2 s while open.
 import { useEffect, useRef, useState, type FormEvent } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href, navigate } from '../router';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, CopyButton, Field } from '../ui/controls';
-import type { InboxDelivery, InboxResponse, InboxSummary } from '../api-types';
+import type { InboxDelivery, InboxResponse } from '../types';
 import './operator.css';
-
-interface InboxDetail {
-  name: string;
-  response: InboxResponse;
-  data: InboxDelivery[];
-}
 
 const INBOX_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 const REFRESH_MS = 2000;
@@ -45,11 +40,15 @@ export function Inbox({ params }: { params: string[] }) {
 
 function InboxList() {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async () => (await api.emu<{ data: InboxSummary[] }>('GET', '/_emu/inbox')).body.data, [api]);
+  const [loaded, reload] = useLoad(async () => (await api.client.call(operations.emuListInboxes)).data, [api]);
   useEvery(REFRESH_MS, reload);
   const [name, setName] = useState('');
   const [touched, setTouched] = useState(false);
-  const problem = !name ? 'Enter a name.' : INBOX_NAME.test(name) ? null : 'Lower-case letters, digits and -, starting with a letter or digit.';
+  const problem = !name
+    ? 'Enter a name.'
+    : INBOX_NAME.test(name)
+      ? null
+      : 'Lower-case letters, digits and -, starting with a letter or digit.';
 
   function open(e: FormEvent) {
     e.preventDefault();
@@ -61,8 +60,9 @@ function InboxList() {
     <>
       <PageHeader title="Callback inbox" />
       <p className="op-intro">
-        A built-in receiver for async callbacks. Point <code>callback_url</code> at <code>{inboxUrl('<name>')}</code> and every delivery is recorded here
-        with its headers, body and whether its Standard Webhooks signature verifies; choose what the inbox answers to rehearse retries.
+        A built-in receiver for async callbacks. Point <code>callback_url</code> at <code>{inboxUrl('<name>')}</code> and every delivery is
+        recorded here with its headers, body and whether its Standard Webhooks signature verifies; choose what the inbox answers to rehearse
+        retries.
       </p>
       <section className="card" aria-labelledby="inbox-open-title">
         <div className="op-card-head">
@@ -99,8 +99,8 @@ function InboxList() {
           {(inboxes) =>
             inboxes.length === 0 ? (
               <EmptyState title="No deliveries yet">
-                Invoke a snippet with <code>X-Invoke-Mode: async</code> and <code>{`"callback_url": "${inboxUrl('my-webhook')}"`}</code> in the body, then
-                open <em>my-webhook</em> here.
+                Invoke a snippet with <code>X-Invoke-Mode: async</code> and <code>{`"callback_url": "${inboxUrl('my-webhook')}"`}</code> in
+                the body, then open <em>my-webhook</em> here.
               </EmptyState>
             ) : (
               <div className="op-scroll">
@@ -143,7 +143,7 @@ function InboxView({ name }: { name: string }) {
   const valid = INBOX_NAME.test(name);
   const [loaded, reload] = useLoad(async () => {
     if (!valid) return null;
-    return (await api.emu<InboxDetail>('GET', `/_emu/inbox/${name}`)).body;
+    return await api.client.call(operations.emuGetInbox, { params: { name } });
   }, [api, name]);
   useEvery(REFRESH_MS, reload);
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
@@ -168,7 +168,7 @@ function InboxView({ name }: { name: string }) {
   async function clear() {
     setError(null);
     try {
-      await api.emu('DELETE', `/_emu/inbox/${name}`);
+      await api.client.call(operations.emuClearInbox, { params: { name } });
     } catch (err) {
       setError(err);
     }
@@ -182,7 +182,10 @@ function InboxView({ name }: { name: string }) {
       </a>
       <PageHeader title={`Inbox ${name}`} />
       {!valid ? (
-        <ProblemNotice error={new Error('An inbox name is lower-case letters, digits and -, starting with a letter or digit.')} title="Not an inbox name" />
+        <ProblemNotice
+          error={new Error('An inbox name is lower-case letters, digits and -, starting with a letter or digit.')}
+          title="Not an inbox name"
+        />
       ) : (
         <>
           <section className="card" aria-labelledby="inbox-url-title">
@@ -209,13 +212,19 @@ function InboxView({ name }: { name: string }) {
                       <span className="op-actions">
                         <span className="op-hint">Newest first · refreshes every 2 s</span>
                         {inbox.data.length > 0 && (
-                          <ConfirmButton label="Clear" question={`Clear every delivery of ${name}?`} onConfirm={clear} testid="inbox-clear" />
+                          <ConfirmButton
+                            label="Clear"
+                            question={`Clear every delivery of ${name}?`}
+                            onConfirm={clear}
+                            testid="inbox-clear"
+                          />
                         )}
                       </span>
                     </div>
                     {inbox.data.length === 0 ? (
                       <EmptyState title="Nothing delivered yet">
-                        Invoke a snippet asynchronously with this callback_url, or try it: <code>{`curl -X POST -d '{"hello":1}' ${inboxUrl(name)}`}</code>
+                        Invoke a snippet asynchronously with this callback_url, or try it:{' '}
+                        <code>{`curl -X POST -d '{"hello":1}' ${inboxUrl(name)}`}</code>
                       </EmptyState>
                     ) : (
                       <ul className="op-deliveries" data-testid="deliveries">
@@ -260,14 +269,15 @@ function ResponseForm({ name, current, onSaved }: { name: string; current: Inbox
   const status = Number(statusText);
   const statusProblem = /^\d{3}$/.test(statusText) && status >= 200 && status <= 599 ? null : 'A status from 200 to 599.';
   const timesProblem = times.trim() === '' || (/^\d+$/.test(times.trim()) && Number(times) >= 1) ? null : 'Empty, or 1 or more.';
-  const retryProblem = retryAfter.trim() === '' || (/^\d+$/.test(retryAfter.trim()) && Number(retryAfter) <= 86400) ? null : '0 to 86400 seconds.';
+  const retryProblem =
+    retryAfter.trim() === '' || (/^\d+$/.test(retryAfter.trim()) && Number(retryAfter) <= 86400) ? null : '0 to 86400 seconds.';
   const isDefault = current.status === 200 && current.times == null && current.retry_after_seconds == null;
 
   async function put(body: InboxResponse) {
     setBusy(true);
     setError(null);
     try {
-      await api.emu('PUT', `/_emu/inbox/${name}/response`, body);
+      await api.client.call(operations.emuSetInboxResponse, { params: { name }, body });
       onSaved();
     } catch (err) {
       setError(err);
@@ -309,13 +319,27 @@ function ResponseForm({ name, current, onSaved }: { name: string; current: Inbox
         </Field>
         {choice === 'other' && (
           <Field label="Other status" className="op-narrow" error={statusProblem}>
-            {(p) => <input {...p} inputMode="numeric" value={other} onChange={(e) => setOther(e.target.value)} placeholder="418" data-testid="inbox-status-other" />}
+            {(p) => (
+              <input
+                {...p}
+                inputMode="numeric"
+                value={other}
+                onChange={(e) => setOther(e.target.value)}
+                placeholder="418"
+                data-testid="inbox-status-other"
+              />
+            )}
           </Field>
         )}
         <Field label="Times" className="op-narrow" error={timesProblem} hint="Deliveries; empty: until changed.">
           {(p) => <input {...p} inputMode="numeric" value={times} onChange={(e) => setTimes(e.target.value)} data-testid="inbox-times" />}
         </Field>
-        <Field label="Retry-After" className="op-narrow" error={retryProblem} hint={status >= 300 ? 'Optional header.' : 'With a non-2xx status.'}>
+        <Field
+          label="Retry-After"
+          className="op-narrow"
+          error={retryProblem}
+          hint={status >= 300 ? 'Optional header.' : 'With a non-2xx status.'}
+        >
           {(p) => (
             <div className="op-unit-input">
               <input
@@ -335,7 +359,12 @@ function ResponseForm({ name, current, onSaved }: { name: string; current: Inbox
             Set answer
           </button>
           {!isDefault && (
-            <button type="button" className="op-btn" disabled={busy} onClick={() => void put({ status: 200, times: null, retry_after_seconds: null })}>
+            <button
+              type="button"
+              className="op-btn"
+              disabled={busy}
+              onClick={() => void put({ status: 200, times: null, retry_after_seconds: null })}
+            >
               Back to 200
             </button>
           )}
@@ -411,8 +440,9 @@ function Delivery({ delivery: d, open, onToggle }: { delivery: InboxDelivery; op
           )}
           {!d.signature.verified && d.signature.reason && (
             <p className="op-hint" style={{ margin: '12px 0 0' }}>
-              Signature not verified: {d.signature.reason}. A delivery from the service carries <code>webhook-id</code>, <code>webhook-timestamp</code> and{' '}
-              <code>webhook-signature</code> signed with the tenant's secret (<code>GET /v1/tenant/webhook-secret</code>).
+              Signature not verified: {d.signature.reason}. A delivery from the service carries <code>webhook-id</code>,{' '}
+              <code>webhook-timestamp</code> and <code>webhook-signature</code> signed with the tenant's secret (
+              <code>GET /v1/tenant/webhook-secret</code>).
             </p>
           )}
           <h3>Body{d.body_truncated ? ' (first 256 KiB)' : ''}</h3>

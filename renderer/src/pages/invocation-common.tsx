@@ -1,8 +1,15 @@
 // What the invocation pages (list, one invocation, live stream inspector) share: the shapes the core
 // answers, formatting of times, durations and sizes, and a few small pieces.
 import { useEffect, useRef, useState, type RefObject } from 'react';
-import { ApiProblem } from '../api';
-import type { Callback, Invocation } from '../api-types';
+import type {
+  Callback,
+  CallbackDelivery,
+  EmuInvocation,
+  EmuInvocationEvents,
+  Invocation,
+  StreamEventRecord,
+  TimelineSample,
+} from '../types';
 
 export type { Invocation };
 export type Mode = Invocation['mode'];
@@ -11,50 +18,14 @@ export type Usage = NonNullable<Invocation['usage']>;
 export type Limits = Invocation['limits'];
 export type CallbackView = NonNullable<Callback>;
 
-export interface Delivery {
-  at: string;
-  status_code: number | null;
-  error: string | null;
-  duration_ms: number;
-  scheduled: boolean;
-}
-
-export interface Sample {
-  t_ms: number;
-  memory_mb: number;
-  cpu_percent: number;
-  throttled: boolean;
-}
-
+export type Delivery = CallbackDelivery;
+export type Sample = TimelineSample;
 /** `GET /_emu/invocations/{id}`: the record plus the emulator's evidence. */
-export interface InvocationDetail extends Invocation {
-  tenant_id: string;
-  overridden: boolean;
-  warm: boolean | null;
-  error_evidence: Record<string, unknown> | null;
-  callback_deliveries: Delivery[];
-  queue_wait_ms: number | null;
-  logs_truncated: boolean;
-  timeline: Sample[];
-}
-
-export type EventType = 'start' | 'chunk' | 'result' | 'error';
-
+export type InvocationDetail = EmuInvocation;
 /** One recorded stream event (`GET /_emu/invocations/{id}/events`). */
-export interface RecordedEvent {
-  id: number;
-  event: EventType;
-  data: unknown;
-  at: string;
-  t_ms: number;
-}
-
-export interface EventsPage {
-  invocation_id: string;
-  live: boolean;
-  truncated: boolean;
-  data: RecordedEvent[];
-}
+export type RecordedEvent = StreamEventRecord;
+export type EventType = RecordedEvent['event'];
+export type EventsPage = EmuInvocationEvents;
 
 export interface Page<T> {
   data: T[];
@@ -97,7 +68,8 @@ export function ago(iso: string | null | undefined, now = Date.now()): string {
 export const fullTime = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString('en-US') : '—');
 
 /** Milliseconds an unfinished run has been going (since it started, or was queued). */
-export const elapsed = (i: Pick<Invocation, 'started_at' | 'created_at'>, now = Date.now()) => Math.max(0, now - Date.parse(i.started_at ?? i.created_at));
+export const elapsed = (i: Pick<Invocation, 'started_at' | 'created_at'>, now = Date.now()) =>
+  Math.max(0, now - Date.parse(i.started_at ?? i.created_at));
 
 /** Re-renders every `everyMs` while `active` (live clocks, relative times); returns the time now. */
 export function useNow(everyMs: number, active = true): number {
@@ -134,18 +106,6 @@ export function useWidth<T extends HTMLElement>(): [RefObject<T | null>, number]
     return () => ro.disconnect();
   }, []);
   return [ref, width];
-}
-
-/** An error answer of a raw (fetch) call, as the ApiProblem the rest of the GUI shows. */
-export async function problemOf(res: Response, what: string): Promise<ApiProblem> {
-  const text = await res.text().catch(() => '');
-  let p: { code?: string; detail?: string; title?: string; errors?: { location: string; message: string }[] } = {};
-  try {
-    p = JSON.parse(text) as typeof p;
-  } catch {
-    /* not JSON */
-  }
-  return new ApiProblem(res.status, p.code ?? `http_${res.status}`, p.detail ?? p.title ?? `${what} answered ${res.status}`, p.errors ?? []);
 }
 
 export const isAbort = (e: unknown) => e instanceof DOMException && e.name === 'AbortError';

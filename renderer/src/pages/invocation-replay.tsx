@@ -3,22 +3,33 @@
 // the run, keeps reading it in the background (a client that disconnects cancels a stream) and opens the
 // live inspector on it.
 import { useState } from 'react';
+import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { navigate } from '../router';
 import { ProblemNotice } from '../ui/kit';
-import { enc, problemOf, type InvocationDetail } from './invocation-common';
+import { type InvocationDetail } from './invocation-common';
 
 /** The input to prefill: `{}`, plus the original callback_url for an async run that had one. */
 function initialInput(inv: InvocationDetail): string {
   return inv.mode === 'async' && inv.callback ? JSON.stringify({ callback_url: inv.callback.url }, null, 2) : '{}';
 }
 
-/** Reads a response to its end without keeping it (the stream's own page follows it through /_emu). */
-function drain(res: Response): void {
-  const body = res.body;
-  if (!body) return;
-  void body.pipeTo(new WritableStream()).catch(() => {});
+/** Reads a stream to its end without keeping it (the stream's own page follows it through /_emu). */
+function drain(events: AsyncIterable<unknown>): void {
+  void (async () => {
+    for await (const _ of events);
+  })().catch(() => {});
 }
+
+/** An answer that names no invocation, as the error the GUI shows (its problem's code and detail when it has one). */
+const problemOf = (r: { status: number; headers: Headers; body?: unknown; text: string }) =>
+  new ProblemError(
+    operations.invoke.operationId,
+    r.status,
+    r.headers,
+    r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>) : {},
+    r.text,
+  );
 
 export function Replay({ inv }: { inv: InvocationDetail }) {
   const { api } = useApp();
@@ -43,22 +54,34 @@ export function Replay({ inv }: { inv: InvocationDetail }) {
     setError(null);
     setBusy(true);
     try {
-      const path = `/v1/invoke/${enc(inv.snippet)}?version=${inv.version}`;
-      const headers: Record<string, string> = inv.mode === 'sync' ? {} : { 'X-Invoke-Mode': inv.mode };
-      const res = await api.stream(path, { method: 'POST', body, headers });
-      const id = res.headers.get('X-Invocation-Id');
-      if (inv.mode === 'stream' && res.ok && id) {
-        drain(res);
+      const input = {
+        params: { snippet: inv.snippet },
+        query: { version: String(inv.version) },
+        body: body as Record<string, unknown>,
+        headers: inv.mode === 'sync' ? {} : { 'x-invoke-mode': inv.mode },
+      };
+      if (inv.mode === 'stream') {
+        const events = await api.client.stream(operations.invoke, input).catch((e: unknown) => {
+          // A refusal that still names its invocation opens it, as a sync failure does below.
+          const refused = e instanceof ProblemError ? e.headers.get('X-Invocation-Id') : null;
+          if (refused) return refused;
+          throw e;
+        });
+        if (typeof events === 'string') return navigate('invocation', events);
+        const id = events.headers.get('X-Invocation-Id');
+        if (!id) throw problemOf({ status: events.status, headers: events.headers, text: '' });
+        drain(events);
         navigate('stream', id);
         return;
       }
       // Sync answers when the run has ended, success or not; a failure still names its invocation.
+      const res = await api.client.send(operations.invoke, input);
+      const id = res.headers.get('X-Invocation-Id');
       if (id) {
-        await res.text().catch(() => '');
         navigate('invocation', id);
         return;
       }
-      throw await problemOf(res, `POST ${path}`);
+      throw problemOf(res);
     } catch (e) {
       setError(e);
     } finally {
@@ -70,8 +93,9 @@ export function Replay({ inv }: { inv: InvocationDetail }) {
     <section className="card inv-card" aria-labelledby="replay-h">
       <h2 id="replay-h">Replay</h2>
       <p className="muted inv-hint">
-        Runs <strong>{inv.snippet}</strong> version <strong>{inv.version}</strong> again in <strong>{inv.mode}</strong> mode. Inputs are not stored, so give the input
-        here.{inv.overridden && ' The per-run limit overrides of this run are not replayed: the version’s limits apply.'}
+        Runs <strong>{inv.snippet}</strong> version <strong>{inv.version}</strong> again in <strong>{inv.mode}</strong> mode. Inputs are not
+        stored, so give the input here.
+        {inv.overridden && ' The per-run limit overrides of this run are not replayed: the version’s limits apply.'}
       </p>
       <label className="inv-label" htmlFor="replay-input">
         Input (JSON object)

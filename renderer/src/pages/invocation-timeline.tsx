@@ -45,7 +45,10 @@ export function TimelineChart({
   const plotW = Math.max(10, width - PAD_L - PAD_R);
   const x = (t: number) => PAD_L + (Math.min(t, xMax) / xMax) * plotW;
 
-  const peak = Math.max(peakMb ?? 0, samples.reduce((m, s) => Math.max(m, s.memory_mb), 0));
+  const peak = Math.max(
+    peakMb ?? 0,
+    samples.reduce((m, s) => Math.max(m, s.memory_mb), 0),
+  );
   const cpuPeak = samples.reduce((m, s) => Math.max(m, s.cpu_percent), 0);
   const throttled = samples.filter((s) => s.throttled).length;
   const memMax = scale === 'limits' ? Math.max(limits.max_memory_mb, peak) * 1.12 : Math.max(peak * 1.25, 1);
@@ -55,7 +58,9 @@ export function TimelineChart({
 
   const line = (f: (s: Sample) => number) => samples.map((s, i) => `${i ? 'L' : 'M'}${x(s.t_ms).toFixed(1)} ${f(s).toFixed(1)}`).join(' ');
   const memLine = line((s) => yMem(s.memory_mb));
-  const memArea = samples.length ? `${memLine} L${x(samples.at(-1)!.t_ms).toFixed(1)} ${memTop + memH} L${x(samples[0]!.t_ms).toFixed(1)} ${memTop + memH} Z` : '';
+  const memArea = samples.length
+    ? `${memLine} L${x(samples.at(-1)!.t_ms).toFixed(1)} ${memTop + memH} L${x(samples[0]!.t_ms).toFixed(1)} ${memTop + memH} Z`
+    : '';
   const cpuLine = line((s) => yCpu(s.cpu_percent));
   const xTicks = niceTicks(xMax, Math.max(2, Math.floor(plotW / 90))).filter((t) => t <= xMax);
   const memTicks = niceTicks(memMax, 3).filter((v) => v <= memMax);
@@ -74,7 +79,16 @@ export function TimelineChart({
   const key = (e: KeyboardEvent<SVGSVGElement>) => {
     if (!samples.length) return;
     const last = samples.length - 1;
-    const next = e.key === 'ArrowRight' ? Math.min(last, (hover ?? -1) + 1) : e.key === 'ArrowLeft' ? Math.max(0, (hover ?? last + 1) - 1) : e.key === 'Home' ? 0 : e.key === 'End' ? last : null;
+    const next =
+      e.key === 'ArrowRight'
+        ? Math.min(last, (hover ?? -1) + 1)
+        : e.key === 'ArrowLeft'
+          ? Math.max(0, (hover ?? last + 1) - 1)
+          : e.key === 'Home'
+            ? 0
+            : e.key === 'End'
+              ? last
+              : null;
     if (next === null) return;
     e.preventDefault();
     setHover(next);
@@ -120,19 +134,20 @@ export function TimelineChart({
       <p className="tl-readout" data-testid="timeline-readout">
         {h ? (
           <>
-            <strong>{tLabel(h.t_ms)}</strong> · memory {mb(h.memory_mb)} · CPU {h.cpu_percent.toFixed(1)} %{h.throttled && <span className="tl-thr-text"> · throttled</span>}
+            <strong>{tLabel(h.t_ms)}</strong> · memory {mb(h.memory_mb)} · CPU {h.cpu_percent.toFixed(1)} %
+            {h.throttled && <span className="tl-thr-text"> · throttled</span>}
           </>
         ) : (
           <>
-            Peak <strong>{mb(peak)}</strong> of {mb(limits.max_memory_mb)} · CPU up to <strong>{cpuPeak.toFixed(1)} %</strong> (limit {limits.max_cpu_percent} %) ·{' '}
-            {throttled} of {samples.length} {samples.length === 1 ? 'sample' : 'samples'} throttled
+            Peak <strong>{mb(peak)}</strong> of {mb(limits.max_memory_mb)} · CPU up to <strong>{cpuPeak.toFixed(1)} %</strong> (limit{' '}
+            {limits.max_cpu_percent} %) · {throttled} of {samples.length} {samples.length === 1 ? 'sample' : 'samples'} throttled
           </>
         )}
       </p>
       {samples.length < 3 && (
         <p className="muted tl-few" data-testid="timeline-few">
-          {samples.length === 1 ? 'One sample' : `${samples.length} samples`}: the run was shorter than the ~50 ms sampling period, so the peak above comes
-          from the run’s own measurement.
+          {samples.length === 1 ? 'One sample' : `${samples.length} samples`}: the run was shorter than the ~50 ms sampling period, so the
+          peak above comes from the run’s own measurement.
         </p>
       )}
       <div ref={wrapRef} className="tl-wrap">
@@ -205,7 +220,9 @@ export function TimelineChart({
                 <path className="tl-mem-area" d={memArea} />
                 <path className="tl-mem" d={memLine} data-testid="memory-line" />
                 <path className="tl-cpu" d={cpuLine} data-testid="cpu-line" />
-                {samples.map((s, i) => (s.throttled ? <circle key={`td${i}`} className="tl-thr-dot" cx={x(s.t_ms)} cy={yCpu(s.cpu_percent)} r={3} /> : null))}
+                {samples.map((s, i) =>
+                  s.throttled ? <circle key={`td${i}`} className="tl-thr-dot" cx={x(s.t_ms)} cy={yCpu(s.cpu_percent)} r={3} /> : null,
+                )}
                 {samples.length < 3 &&
                   samples.map((s, i) => (
                     <g key={`few${i}`}>
@@ -219,25 +236,49 @@ export function TimelineChart({
             {/* the limits */}
             {memLimitShown ? (
               <g data-testid="limit-memory" data-limit={limits.max_memory_mb}>
-                <line className="tl-limit tl-limit-mem" x1={PAD_L} x2={PAD_L + plotW} y1={yMem(limits.max_memory_mb)} y2={yMem(limits.max_memory_mb)} />
+                <line
+                  className="tl-limit tl-limit-mem"
+                  x1={PAD_L}
+                  x2={PAD_L + plotW}
+                  y1={yMem(limits.max_memory_mb)}
+                  y2={yMem(limits.max_memory_mb)}
+                />
                 <text className="tl-limit-label" x={PAD_L + plotW - 4} y={yMem(limits.max_memory_mb) - 5}>
                   limit {mb(limits.max_memory_mb)}
                 </text>
               </g>
             ) : (
-              <text className="tl-limit-label" data-testid="limit-memory" data-limit={limits.max_memory_mb} x={PAD_L + plotW - 4} y={memTop + 14}>
+              <text
+                className="tl-limit-label"
+                data-testid="limit-memory"
+                data-limit={limits.max_memory_mb}
+                x={PAD_L + plotW - 4}
+                y={memTop + 14}
+              >
                 limit {mb(limits.max_memory_mb)} ↑ (off scale)
               </text>
             )}
             {cpuLimitShown ? (
               <g data-testid="limit-cpu" data-limit={limits.max_cpu_percent}>
-                <line className="tl-limit tl-limit-cpu" x1={PAD_L} x2={PAD_L + plotW} y1={yCpu(limits.max_cpu_percent)} y2={yCpu(limits.max_cpu_percent)} />
+                <line
+                  className="tl-limit tl-limit-cpu"
+                  x1={PAD_L}
+                  x2={PAD_L + plotW}
+                  y1={yCpu(limits.max_cpu_percent)}
+                  y2={yCpu(limits.max_cpu_percent)}
+                />
                 <text className="tl-limit-label" x={PAD_L + plotW - 4} y={yCpu(limits.max_cpu_percent) - 5}>
                   limit {limits.max_cpu_percent} %
                 </text>
               </g>
             ) : (
-              <text className="tl-limit-label" data-testid="limit-cpu" data-limit={limits.max_cpu_percent} x={PAD_L + plotW - 4} y={cpuTop + 14}>
+              <text
+                className="tl-limit-label"
+                data-testid="limit-cpu"
+                data-limit={limits.max_cpu_percent}
+                x={PAD_L + plotW - 4}
+                y={cpuTop + 14}
+              >
                 limit {limits.max_cpu_percent} % ↑ (off scale)
               </text>
             )}

@@ -3,6 +3,7 @@
 // and its deliveries; Cancel while it runs, Redeliver for a callback, Replay. Admin view
 // (GET /_emu/invocations/{id}) plus the tenant's logs (GET /v1/invocations/{id}/logs); refreshed while it runs.
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, Json, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
@@ -10,7 +11,6 @@ import {
   ago,
   dur,
   elapsed,
-  enc,
   fullTime,
   isRunning,
   LiveDot,
@@ -19,7 +19,6 @@ import {
   useNow,
   usePoll,
   type Delivery,
-  type EventsPage,
   type InvocationDetail,
   type RecordedEvent,
 } from './invocation-common';
@@ -40,7 +39,12 @@ export function InvocationPage({ params }: { params: string[] }) {
   const id = params[0] ?? '';
   const [data, setData] = useState<Loaded | null>(null);
   const [error, setError] = useState<unknown>(null);
-  const [action, setAction] = useState<{ busy: Action | null; kind: Action | null; error: unknown; note: string | null }>({ busy: null, kind: null, error: null, note: null });
+  const [action, setAction] = useState<{ busy: Action | null; kind: Action | null; error: unknown; note: string | null }>({
+    busy: null,
+    kind: null,
+    error: null,
+    note: null,
+  });
   const [cancelAsked, setCancelAsked] = useState(false);
   const loading = useRef(false);
 
@@ -49,16 +53,16 @@ export function InvocationPage({ params }: { params: string[] }) {
     loading.current = true;
     try {
       const [inv, logs] = await Promise.all([
-        api.emu<InvocationDetail>('GET', `/_emu/invocations/${enc(id)}`).then((r) => r.body),
-        api.v1<{ logs: string; truncated: boolean }>('GET', `/v1/invocations/${enc(id)}/logs`).then(
-          (r) => ({ text: r.body.logs, truncated: r.body.truncated }),
+        api.client.call(operations.emuGetInvocation, { params: { id } }),
+        api.client.call(operations.getInvocationLogs, { params: { id } }).then(
+          (r) => ({ text: r.logs, truncated: r.truncated }),
           (e: unknown) => ({ error: e }),
         ),
       ]);
       const events =
         inv.mode === 'stream'
-          ? await api.emu<EventsPage>('GET', `/_emu/invocations/${enc(id)}/events`).then(
-              (r) => r.body.data,
+          ? await api.client.call(operations.emuInvocationEvents, { params: { id } }).then(
+              (r) => r.data,
               () => [],
             )
           : [];
@@ -83,11 +87,11 @@ export function InvocationPage({ params }: { params: string[] }) {
     setAction({ busy: kind, kind, error: null, note: null });
     try {
       if (kind === 'cancel') {
-        await api.v1<{ status: string }>('POST', `/v1/invocations/${enc(id)}/cancel`);
+        await api.client.call(operations.cancelInvocation, { params: { id } });
         setAction({ busy: null, kind, error: null, note: null });
         setCancelAsked(true);
       } else {
-        await api.v1('POST', `/v1/invocations/${enc(id)}/callback/redeliver`);
+        await api.client.call(operations.redeliverCallback, { params: { id } });
         setAction({ busy: null, kind, error: null, note: 'Callback sent again: see the newest delivery below.' });
       }
     } catch (e) {
@@ -130,7 +134,13 @@ export function InvocationPage({ params }: { params: string[] }) {
           </a>
         )}
         {running && (
-          <button type="button" className="inv-btn inv-btn-danger" data-testid="cancel" onClick={() => void act('cancel')} disabled={action.busy !== null || cancelAsked}>
+          <button
+            type="button"
+            className="inv-btn inv-btn-danger"
+            data-testid="cancel"
+            onClick={() => void act('cancel')}
+            disabled={action.busy !== null || cancelAsked}
+          >
             {action.busy === 'cancel' || cancelAsked ? 'Cancelling…' : 'Cancel'}
           </button>
         )}
@@ -154,10 +164,16 @@ export function InvocationPage({ params }: { params: string[] }) {
         <span className="muted" title={fullTime(inv.created_at)}>
           created {ago(inv.created_at, now)}
         </span>
-        <span className="muted">{running ? `${inv.status === 'queued' ? 'queued for' : 'running for'} ${dur(elapsed(inv, now))}` : `took ${dur(inv.usage?.duration_ms)}`}</span>
+        <span className="muted">
+          {running
+            ? `${inv.status === 'queued' ? 'queued for' : 'running for'} ${dur(elapsed(inv, now))}`
+            : `took ${dur(inv.usage?.duration_ms)}`}
+        </span>
       </div>
 
-      {action.error !== null && <ProblemNotice error={action.error} title={action.kind === 'cancel' ? 'Could not cancel' : 'Could not redeliver the callback'} />}
+      {action.error !== null && (
+        <ProblemNotice error={action.error} title={action.kind === 'cancel' ? 'Could not cancel' : 'Could not redeliver the callback'} />
+      )}
       {action.note && (
         <p className="inv-note" role="status">
           {action.note}
@@ -168,7 +184,11 @@ export function InvocationPage({ params }: { params: string[] }) {
       <Warnings inv={inv} />
 
       {inv.error ? (
-        <section className={`card inv-card inv-card-error inv-tone-${inv.outcome ?? 'failed'}`} aria-labelledby="err-h" data-testid="inv-error">
+        <section
+          className={`card inv-card inv-card-error inv-tone-${inv.outcome ?? 'failed'}`}
+          aria-labelledby="err-h"
+          data-testid="inv-error"
+        >
           <h2 id="err-h">
             Error <code className="inv-code">{inv.error.code}</code>
           </h2>
@@ -230,15 +250,31 @@ export function InvocationPage({ params }: { params: string[] }) {
               </span>
             )}
           </h2>
-          <Meter label="Duration" value={inv.usage?.duration_ms ?? (running ? elapsed(inv, now) : null)} limit={inv.limits.timeout_ms} fmt={dur} limitLabel="timeout" testid="meter-duration" />
-          <Meter label="Peak memory" value={inv.usage?.peak_memory_mb ?? null} limit={inv.limits.max_memory_mb} fmt={mb} limitLabel="max memory" testid="meter-memory" />
+          <Meter
+            label="Duration"
+            value={inv.usage?.duration_ms ?? (running ? elapsed(inv, now) : null)}
+            limit={inv.limits.timeout_ms}
+            fmt={dur}
+            limitLabel="timeout"
+            testid="meter-duration"
+          />
+          <Meter
+            label="Peak memory"
+            value={inv.usage?.peak_memory_mb ?? null}
+            limit={inv.limits.max_memory_mb}
+            fmt={mb}
+            limitLabel="max memory"
+            testid="meter-memory"
+          />
           <dl className="inv-dl inv-dl-tight">
             <dt>CPU limit</dt>
             <dd>{inv.limits.max_cpu_percent} % of one core</dd>
             <dt>CPU time</dt>
             <dd>{dur(inv.usage?.cpu_ms)}</dd>
             <dt>Throttled</dt>
-            <dd className={inv.usage && inv.usage.cpu_throttled_ms > 0 ? 'inv-warn-text' : undefined}>{dur(inv.usage?.cpu_throttled_ms)}</dd>
+            <dd className={inv.usage && inv.usage.cpu_throttled_ms > 0 ? 'inv-warn-text' : undefined}>
+              {dur(inv.usage?.cpu_throttled_ms)}
+            </dd>
             <dt>Init</dt>
             <dd>{dur(inv.usage?.init_ms)}</dd>
           </dl>
@@ -248,7 +284,13 @@ export function InvocationPage({ params }: { params: string[] }) {
       <section className="card inv-card" aria-labelledby="tl-h">
         <h2 id="tl-h">Memory and CPU over time</h2>
         {inv.timeline.length > 0 ? (
-          <TimelineChart samples={inv.timeline} limits={inv.limits} events={events} durationMs={inv.usage?.duration_ms ?? null} peakMb={inv.usage?.peak_memory_mb ?? null} />
+          <TimelineChart
+            samples={inv.timeline}
+            limits={inv.limits}
+            events={events}
+            durationMs={inv.usage?.duration_ms ?? null}
+            peakMb={inv.usage?.peak_memory_mb ?? null}
+          />
         ) : (
           <p className="muted" data-testid="timeline-empty">
             {running
@@ -290,7 +332,21 @@ export function InvocationPage({ params }: { params: string[] }) {
   );
 }
 
-function Meter({ label, value, limit, fmt, limitLabel, testid }: { label: string; value: number | null; limit: number; fmt: (n: number) => string; limitLabel: string; testid: string }) {
+function Meter({
+  label,
+  value,
+  limit,
+  fmt,
+  limitLabel,
+  testid,
+}: {
+  label: string;
+  value: number | null;
+  limit: number;
+  fmt: (n: number) => string;
+  limitLabel: string;
+  testid: string;
+}) {
   const ratio = value === null ? 0 : value / limit;
   const tone = ratio >= 1 ? 'over' : ratio >= 0.8 ? 'near' : 'ok';
   return (
@@ -298,7 +354,10 @@ function Meter({ label, value, limit, fmt, limitLabel, testid }: { label: string
       <div className="inv-meter-top">
         <span>{label}</span>
         <span>
-          <strong>{value === null ? '—' : fmt(value)}</strong> <span className="muted">of {fmt(limit)} {limitLabel}</span>
+          <strong>{value === null ? '—' : fmt(value)}</strong>{' '}
+          <span className="muted">
+            of {fmt(limit)} {limitLabel}
+          </span>
         </span>
       </div>
       <div
@@ -340,7 +399,14 @@ function Callback({ inv, busy, onRedeliver }: { inv: InvocationDetail; busy: boo
         <h2 id="cb-h">
           Callback <span className={`inv-chip inv-cb-${cb.status}`}>{cb.status}</span>
         </h2>
-        <button type="button" className="inv-btn" data-testid="redeliver" onClick={onRedeliver} disabled={busy || isRunning(inv)} title={isRunning(inv) ? 'Available when the run has ended' : undefined}>
+        <button
+          type="button"
+          className="inv-btn"
+          data-testid="redeliver"
+          onClick={onRedeliver}
+          disabled={busy || isRunning(inv)}
+          title={isRunning(inv) ? 'Available when the run has ended' : undefined}
+        >
           {busy ? 'Sending…' : 'Redeliver'}
         </button>
       </div>
@@ -391,7 +457,9 @@ function Callback({ inv, busy, onRedeliver }: { inv: InvocationDetail; busy: boo
                     {d.status_code === null ? (
                       <span className="muted">no answer</span>
                     ) : (
-                      <span className={`inv-code-pill ${d.status_code >= 200 && d.status_code < 300 ? 'inv-ok' : 'inv-bad'}`}>{d.status_code}</span>
+                      <span className={`inv-code-pill ${d.status_code >= 200 && d.status_code < 300 ? 'inv-ok' : 'inv-bad'}`}>
+                        {d.status_code}
+                      </span>
                     )}
                   </td>
                   <td>{d.error ?? ''}</td>
@@ -403,7 +471,9 @@ function Callback({ inv, busy, onRedeliver }: { inv: InvocationDetail; busy: boo
           </table>
         </div>
       ) : (
-        <EmptyState title="No deliveries yet">{isRunning(inv) ? 'The callback is sent when the run ends.' : 'The first attempt is on its way.'}</EmptyState>
+        <EmptyState title="No deliveries yet">
+          {isRunning(inv) ? 'The callback is sent when the run ends.' : 'The first attempt is on its way.'}
+        </EmptyState>
       )}
     </section>
   );

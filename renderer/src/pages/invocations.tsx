@@ -3,10 +3,11 @@
 // itself. Filters live in the hash's query (`#/invocations?snippet=hello&status=failed`), so other pages
 // can link to a filtered history.
 import { useCallback, useEffect, useRef, useState } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href, parseRoute } from '../router';
 import { EmptyState, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
-import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, usePoll, type Invocation, type Page } from './invocation-common';
+import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, usePoll, type Invocation } from './invocation-common';
 import './invocations.css';
 
 const PAGE = 50;
@@ -14,13 +15,15 @@ const STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
 
 interface Filters {
   snippet: string;
-  status: string;
+  status: (typeof STATUSES)[number] | '';
 }
+
+const isStatus = (s: string): s is (typeof STATUSES)[number] => (STATUSES as readonly string[]).includes(s);
 
 function filtersFromHash(): Filters {
   const q = new URLSearchParams(window.location.hash.split('?')[1] ?? '');
   const status = q.get('status') ?? '';
-  return { snippet: q.get('snippet') ?? '', status: (STATUSES as readonly string[]).includes(status) ? status : '' };
+  return { snippet: q.get('snippet') ?? '', status: isStatus(status) ? status : '' };
 }
 
 function filtersToHash(f: Filters): void {
@@ -45,11 +48,14 @@ export function Invocations(_props: { params: string[] }) {
 
   const query = useCallback(
     (limit: number, after: string | null) => {
-      const q = new URLSearchParams({ limit: String(limit) });
-      if (filters.snippet) q.set('snippet', filters.snippet);
-      if (filters.status) q.set('status', filters.status);
-      if (after) q.set('cursor', after);
-      return api.v1<Page<Invocation>>('GET', `/v1/invocations?${q}`).then((r) => r.body);
+      return api.client.call(operations.listInvocations, {
+        query: {
+          limit: String(limit),
+          ...(filters.snippet ? { snippet: filters.snippet } : {}),
+          ...(filters.status ? { status: filters.status } : {}),
+          ...(after ? { cursor: after } : {}),
+        },
+      });
     },
     [api, filters],
   );
@@ -113,8 +119,8 @@ export function Invocations(_props: { params: string[] }) {
 
   useEffect(() => {
     let live = true;
-    api.v1<Page<{ name: string }>>('GET', '/v1/snippets?limit=1000').then(
-      (r) => live && setSnippets(r.body.data.map((s) => s.name).sort()),
+    api.client.call(operations.listSnippets, { query: { limit: '1000' } }).then(
+      (r) => live && setSnippets(r.data.map((s) => s.name).sort()),
       () => {}, // the filter still works by typing the URL; the list shows its own error
     );
     return () => {
@@ -139,7 +145,11 @@ export function Invocations(_props: { params: string[] }) {
       <div className="inv-toolbar" role="search" aria-label="Filter invocations">
         <label className="inv-field">
           <span>Snippet</span>
-          <select data-testid="filter-snippet" value={filters.snippet} onChange={(e) => setFilters((f) => ({ ...f, snippet: e.target.value }))}>
+          <select
+            data-testid="filter-snippet"
+            value={filters.snippet}
+            onChange={(e) => setFilters((f) => ({ ...f, snippet: e.target.value }))}
+          >
             <option value="">All snippets</option>
             {snippetOptions.map((s) => (
               <option key={s} value={s}>
@@ -150,7 +160,11 @@ export function Invocations(_props: { params: string[] }) {
         </label>
         <label className="inv-field">
           <span>Status</span>
-          <select data-testid="filter-status" value={filters.status} onChange={(e) => setFilters((f) => ({ ...f, status: e.target.value }))}>
+          <select
+            data-testid="filter-status"
+            value={filters.status}
+            onChange={(e) => setFilters((f) => ({ ...f, status: isStatus(e.target.value) ? e.target.value : '' }))}
+          >
             <option value="">Any status</option>
             {STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -171,7 +185,9 @@ export function Invocations(_props: { params: string[] }) {
 
       {error !== null && <ProblemNotice error={error} title="Could not load invocations" />}
       {rows === null && error === null && <Loading />}
-      {rows !== null && rows.length === 0 && (filtered ? <NoMatch onClear={() => setFilters({ snippet: '', status: '' })} /> : <NoInvocations />)}
+      {rows !== null &&
+        rows.length === 0 &&
+        (filtered ? <NoMatch onClear={() => setFilters({ snippet: '', status: '' })} /> : <NoInvocations />)}
       {rows !== null && rows.length > 0 && (
         <div className="inv-list-wrap">
           <div className="inv-row inv-head" aria-hidden="true">
@@ -180,7 +196,9 @@ export function Invocations(_props: { params: string[] }) {
             <span>Mode</span>
             <span>Created</span>
             <span className="inv-num">Duration</span>
-            <span className="inv-num" title="Peak memory">Memory</span>
+            <span className="inv-num" title="Peak memory">
+              Memory
+            </span>
           </div>
           <ul className="inv-list" data-testid="invocations-list" aria-label="Invocations, newest first">
             {rows.map((r) => (
@@ -232,7 +250,11 @@ function Row({ inv, now }: { inv: Invocation; now: number }) {
         {ago(inv.created_at, now)}
       </span>
       <span className="inv-col-dur inv-num">
-        {going ? <span className="inv-going">{inv.status === 'queued' ? 'queued' : dur(elapsed(inv, now))}</span> : dur(inv.usage?.duration_ms)}
+        {going ? (
+          <span className="inv-going">{inv.status === 'queued' ? 'queued' : dur(elapsed(inv, now))}</span>
+        ) : (
+          dur(inv.usage?.duration_ms)
+        )}
       </span>
       <span className="inv-col-mem inv-num">{inv.usage ? mb(inv.usage.peak_memory_mb) : '—'}</span>
     </a>

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import type { TenantCaps } from '../session';
 import { CopyButton } from '../ui/controls';
@@ -10,7 +11,7 @@ export function Overview(_props: { params: string[] }) {
   const { api, info } = useApp();
   const base = info.url ?? window.location.origin;
   // The first call names a real snippet when there is one.
-  const [snippets] = useLoad(() => api.v1<{ data: { name: string }[] }>('GET', '/v1/snippets?limit=1').then((r) => r.body.data), [api]);
+  const [snippets] = useLoad(() => api.client.call(operations.listSnippets, { query: { limit: '1' } }).then((r) => r.data), [api]);
   const name = snippets.state === 'ok' && snippets.data[0] ? snippets.data[0].name : 'hello';
   const curl = `curl -s -X POST ${base}/v1/invoke/${name} \\\n  -H "Authorization: Bearer ${info.localApiKey ?? '<API_KEY>'}" \\\n  -H "Content-Type: application/json" -d '{"name": "you"}'`;
   return (
@@ -46,7 +47,9 @@ export function Overview(_props: { params: string[] }) {
                 <code data-testid="api-key">{info.localApiKey}</code> <CopyButton text={info.localApiKey} label="Copy key" />
               </>
             ) : (
-              <span className="muted">not available (make one with <code>svc-emu key create --tenant local</code>)</span>
+              <span className="muted">
+                not available (make one with <code>svc-emu key create --tenant local</code>)
+              </span>
             )}
           </dd>
         </dl>
@@ -54,8 +57,8 @@ export function Overview(_props: { params: string[] }) {
       <section className="card">
         <h2>First call</h2>
         <p className="muted">
-          Any HTTP client works against the <code>/v1</code> API exactly as against production. Or use the <a href={href('snippets')}>Run tab</a> of a
-          snippet.
+          Any HTTP client works against the <code>/v1</code> API exactly as against production. Or use the{' '}
+          <a href={href('snippets')}>Run tab</a> of a snippet.
         </p>
         <pre className="json" data-testid="first-call">
           {curl}
@@ -73,7 +76,9 @@ export function Overview(_props: { params: string[] }) {
 /** Desktop app only: pick another folder; the app starts again on it with that folder's own data dir. */
 function SwitchWorkspace() {
   const bridge = window.svcEmu;
-  const [state, setState] = useState<{ kind: 'idle' } | { kind: 'restarting'; dir: string } | { kind: 'refused'; why: string }>({ kind: 'idle' });
+  const [state, setState] = useState<{ kind: 'idle' } | { kind: 'restarting'; dir: string } | { kind: 'refused'; why: string }>({
+    kind: 'idle',
+  });
   if (!bridge) return null;
   const pick = async () => {
     const dir = await bridge.openFolder();

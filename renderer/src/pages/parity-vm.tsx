@@ -2,9 +2,10 @@
 // Stop (POST /_emu/vm/{action}, which run in the background), and the running operation's log, polled
 // every second until it ends. Where Lima is not used (Linux) the reason is shown plainly instead.
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { ProblemNotice } from '../ui/kit';
-import type { VmOperation, VmStatus } from '../api-types';
+import type { VmOperation, VmStatus } from '../types';
 import './parity-vm.css';
 
 type Kind = VmOperation['kind'];
@@ -12,7 +13,7 @@ type Kind = VmOperation['kind'];
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const KINDS: Kind[] = ['create', 'start', 'stop'];
 
-/** The core's answer, typed by its schema (api-types.ts); a body that is not one is shown as an error, never a crash. */
+/** The core's answer, typed by its schema (renderer/src/types.ts); a body that is not one is shown as an error, never a crash. */
 function readStatus(body: unknown): VmStatus {
   if (!isObj(body) || typeof body.available !== 'boolean' || !isObj(body.vm)) throw new Error('GET /_emu/vm answered something unexpected');
   return body as unknown as VmStatus;
@@ -26,10 +27,19 @@ const BADGE: Record<string, { tone: string; label: string }> = {
 };
 
 const GiB = 1024 ** 3;
-const size = (n: number | undefined) => (n === undefined ? null : n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`);
+const size = (n: number | undefined) =>
+  n === undefined ? null : n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `${Math.round(n / 1024 ** 2)} MiB`;
 const VERB: Record<Kind, { label: string; doing: string; hint: string }> = {
-  create: { label: 'Create', doing: 'Creating', hint: 'Writes the VM’s template (Debian 12, this checkout mounted read-only) and runs limactl create.' },
-  start: { label: 'Start', doing: 'Starting', hint: 'Boots the VM. The first start downloads the image and installs the pinned runtimes inside: several minutes.' },
+  create: {
+    label: 'Create',
+    doing: 'Creating',
+    hint: 'Writes the VM’s template (Debian 12, this checkout mounted read-only) and runs limactl create.',
+  },
+  start: {
+    label: 'Start',
+    doing: 'Starting',
+    hint: 'Boots the VM. The first start downloads the image and installs the pinned runtimes inside: several minutes.',
+  },
   stop: { label: 'Stop', doing: 'Stopping', hint: 'Shuts the VM down; snippets cannot run behind it until it starts again.' },
 };
 
@@ -63,7 +73,7 @@ export function ExecutorVm({
     let timer: number | undefined;
     const load = async () => {
       try {
-        const s = readStatus((await api.emu('GET', '/_emu/vm')).body);
+        const s = readStatus(await api.client.call(operations.emuVmStatus));
         if (!live) return;
         setStatus(s);
         setLoadError(null);
@@ -87,7 +97,7 @@ export function ExecutorVm({
     setConnecting(true);
     setActionError(null);
     try {
-      await api.emu('POST', '/_emu/vm/connect');
+      await api.client.call(operations.emuVmConnect);
       onExecutorChanged?.();
     } catch (err) {
       setActionError(err);
@@ -100,7 +110,7 @@ export function ExecutorVm({
     setPending(kind);
     setActionError(null);
     try {
-      await api.emu('POST', `/_emu/vm/${kind}`);
+      await api.client.call({ create: operations.emuVmCreate, start: operations.emuVmStart, stop: operations.emuVmStop }[kind]);
     } catch (err) {
       setActionError(err);
     } finally {
@@ -122,8 +132,8 @@ export function ExecutorVm({
       {status?.available && status.vm.status === 'Running' && executorTransport === 'none' && (
         <div className="op-warnbox vm-restart" role="status" data-testid="vm-restart">
           <p>
-            The VM runs, but this emulator is not connected to its agent, so snippets cannot run: the VM was started outside the app, or connecting
-            after Start failed (see the log). Connect now; if that fails too, restart the emulator.
+            The VM runs, but this emulator is not connected to its agent, so snippets cannot run: the VM was started outside the app, or
+            connecting after Start failed (see the log). Connect now; if that fails too, restart the emulator.
           </p>
           <button type="button" onClick={() => void connect()} disabled={connecting} data-testid="vm-connect">
             {connecting ? 'Connecting…' : 'Connect'}
@@ -171,7 +181,13 @@ function Manage({ status, pending, onAct }: { status: VmStatus; pending: Kind | 
     start: known && vm.status !== 'missing' && vm.status !== 'Running' && vm.status !== 'unknown',
     stop: known && vm.status !== 'missing' && vm.status !== 'Stopped' && vm.status !== 'unknown',
   };
-  const facts = [vm.cpus !== undefined ? `${vm.cpus} CPUs` : null, size(vm.memory) && `${size(vm.memory)} memory`, size(vm.disk) && `${size(vm.disk)} disk`, vm.arch, vm.vm_type].filter(Boolean);
+  const facts = [
+    vm.cpus !== undefined ? `${vm.cpus} CPUs` : null,
+    size(vm.memory) && `${size(vm.memory)} memory`,
+    size(vm.disk) && `${size(vm.disk)} disk`,
+    vm.arch,
+    vm.vm_type,
+  ].filter(Boolean);
   const now = running ? status.operation!.kind : pending;
   return (
     <>
@@ -232,7 +248,15 @@ function Manage({ status, pending, onAct }: { status: VmStatus; pending: Kind | 
           </button>
         ))}
         <span className="op-hint" id="vm-action-hint">
-          {busy ? `${VERB[now ?? 'create'].doing} the VM: one operation at a time.` : can.create ? VERB.create.hint : can.start ? VERB.start.hint : can.stop ? VERB.stop.hint : ''}
+          {busy
+            ? `${VERB[now ?? 'create'].doing} the VM: one operation at a time.`
+            : can.create
+              ? VERB.create.hint
+              : can.start
+                ? VERB.start.hint
+                : can.stop
+                  ? VERB.stop.hint
+                  : ''}
         </span>
       </div>
     </>
@@ -252,10 +276,11 @@ function OperationLog({ op }: { op: VmOperation }) {
   return (
     <div className="vm-op" data-testid="vm-operation" data-state={op.state} data-kind={op.kind}>
       <div className="vm-op-head">
-        <h3 id="vm-log-title">
-          {op.state === 'running' ? `${VERB[op.kind].doing} the VM…` : `Last operation: ${op.kind}`}
-        </h3>
-        <span className={`vm-badge ${op.state === 'succeeded' ? 'vm-running' : op.state === 'failed' ? 'vm-broken' : 'vm-busy'}`} data-testid="vm-operation-state">
+        <h3 id="vm-log-title">{op.state === 'running' ? `${VERB[op.kind].doing} the VM…` : `Last operation: ${op.kind}`}</h3>
+        <span
+          className={`vm-badge ${op.state === 'succeeded' ? 'vm-running' : op.state === 'failed' ? 'vm-broken' : 'vm-busy'}`}
+          data-testid="vm-operation-state"
+        >
           {op.state === 'running' && <span className="vm-spinner" aria-hidden="true" />}
           {op.state}
           {op.exit_code !== null && op.exit_code !== undefined && op.state !== 'running' ? ` · exit ${op.exit_code}` : ''}
@@ -283,7 +308,11 @@ function OperationLog({ op }: { op: VmOperation }) {
           stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
         }}
       >
-        {dropped > 0 && <span className="vm-log-dropped">… {dropped} earlier lines not kept{'\n'}</span>}
+        {dropped > 0 && (
+          <span className="vm-log-dropped">
+            … {dropped} earlier lines not kept{'\n'}
+          </span>
+        )}
         {op.log.join('\n')}
       </pre>
     </div>

@@ -3,10 +3,12 @@
 // manifest (mismatches highlighted). From GET /_emu/executor, /_emu/doctor and /_emu/runtime; the executor VM
 // (Lima, macOS) from /_emu/vm, in parity-vm.tsx.
 import { useState } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { PageHeader, ProblemNotice, type Loaded, useLoad } from '../ui/kit';
 import './operator.css';
 import { ExecutorVm } from './parity-vm';
+import { Quarantine } from './parity-quarantine';
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Obj) : {});
@@ -27,8 +29,7 @@ export function explainReason(reason: string): string {
     return 'Memory, CPU and process limits are not enforced: a snippet over max_memory_mb is not OOM-killed and CPU is not throttled as in production — only timeout_ms holds. Run as root, with a delegated cgroup v2 subtree, or with systemd user scopes.';
   if (r.includes('cpu'))
     return 'CPU is not throttled to max_cpu_percent: a busy snippet runs faster here than in production. Delegate the cpu controller (systemd: Delegate=cpu) to restore it.';
-  if (r.includes('memory'))
-    return 'Memory is not capped at max_memory_mb: a snippet that production would OOM-kill may succeed here.';
+  if (r.includes('memory')) return 'Memory is not capped at max_memory_mb: a snippet that production would OOM-kill may succeed here.';
   if (r.includes('pids') || r.includes('tasks'))
     return 'The process-count limit is not enforced: a fork bomb is not contained as in production.';
   return 'This host differs from production here: outcomes may not match.';
@@ -36,9 +37,9 @@ export function explainReason(reason: string): string {
 
 export function Parity(_props: { params: string[] }) {
   const { api } = useApp();
-  const [executor, reloadExecutor] = useLoad(async () => obj((await api.emu('GET', '/_emu/executor')).body), [api]);
-  const [doctor, reloadDoctor] = useLoad(async () => obj((await api.emu('GET', '/_emu/doctor')).body), [api]);
-  const [runtime, reloadRuntime] = useLoad(async () => obj((await api.emu('GET', '/_emu/runtime')).body), [api]);
+  const [executor, reloadExecutor] = useLoad(async () => obj(await api.client.call(operations.emuExecutor)), [api]);
+  const [doctor, reloadDoctor] = useLoad(async () => obj(await api.client.call(operations.emuDoctor)), [api]);
+  const [runtime, reloadRuntime] = useLoad(async () => obj(await api.client.call(operations.emuRuntime)), [api]);
   const [vmCheck, setVmCheck] = useState(0);
   const refresh = () => {
     setVmCheck((n) => n + 1);
@@ -55,10 +56,11 @@ export function Parity(_props: { params: string[] }) {
         </button>
       </PageHeader>
       <p className="op-intro">
-        What this host enforces compared with production: limits, the sandbox and the runtime versions. When something cannot match, runs are marked{' '}
-        <em>degraded</em> and every invocation carries the reasons. The same report as <code>svc-emu doctor</code>.
+        What this host enforces compared with production: limits, the sandbox and the runtime versions. When something cannot match, runs
+        are marked <em>degraded</em> and every invocation carries the reasons. The same report as <code>svc-emu doctor</code>.
       </p>
       <Banner executor={executor} doctor={doctor} />
+      <Quarantine doctor={doctor} />
       <Facts executor={executor} doctor={doctor} />
       <ExecutorVm
         check={vmCheck}
@@ -92,7 +94,12 @@ function Banner({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Ob
   const reasons = strs(parity.reasons);
   const full = str(parity.status) === 'full' && hostParity !== 'degraded';
   return (
-    <div className={`op-banner ${full ? '' : 'op-degraded'}`} role="status" data-testid="parity-banner" data-parity={full ? 'full' : 'degraded'}>
+    <div
+      className={`op-banner ${full ? '' : 'op-degraded'}`}
+      role="status"
+      data-testid="parity-banner"
+      data-parity={full ? 'full' : 'degraded'}
+    >
       <span className="op-banner-icon" aria-hidden="true">
         {full ? '✓' : '⚠'}
       </span>
@@ -124,6 +131,44 @@ function Banner({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Ob
   );
 }
 
+/** Who a snippet is, as the host's /proc says (doctor's identity probe: executor/sandbox/profile.ts). */
+function SandboxIdentity({ identity, denied }: { identity: Obj; denied: number }) {
+  if (str(identity.error))
+    return (
+      <p className="op-hint" data-testid="sandbox-identity">
+        The snippet's identity could not be checked: {str(identity.error)}
+      </p>
+    );
+  const uids = Array.isArray(identity.host_uid) ? (identity.host_uid as unknown[]) : [];
+  if (uids.length === 0) return null;
+  const problems = strs(identity.problems);
+  const capless = /^0+$/.test(str(identity.cap_eff) ?? '1');
+  return (
+    <>
+      <dl data-testid="sandbox-identity">
+        <dt>Runs as</dt>
+        <dd>
+          host uid {String(uids[0])}{' '}
+          <span className="op-hint">({identity.mode === 'root-drop' ? 'dropped from root' : 'own user namespace'})</span>
+        </dd>
+        <dt>Capabilities</dt>
+        <dd>{capless ? 'none' : str(identity.cap_eff)}</dd>
+        <dt>no_new_privs</dt>
+        <dd>{identity.no_new_privs === true ? 'on' : 'off'}</dd>
+        <dt>seccomp</dt>
+        <dd>{identity.seccomp === 'filter' ? `filter (${denied} system calls refused)` : str(identity.seccomp)}</dd>
+      </dl>
+      {problems.length > 0 && (
+        <ul className="op-list" role="alert">
+          {problems.map((p) => (
+            <li key={p}>The sandbox does not hold: {p}. Restart the emulator; if it persists, run `svc-emu doctor` and report it.</li>
+          ))}
+        </ul>
+      )}
+    </>
+  );
+}
+
 const BACKEND_LABEL: Record<string, string> = {
   'cgroup-v2': 'cgroup v2',
   'cgroup-v1': 'cgroup v1',
@@ -139,6 +184,7 @@ function Facts({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Obj
   const cgroup = obj(doc.cgroup);
   const pool = obj(ex.pool);
   const spares = obj(obj(pool.spares).ready);
+  const spareList = ((obj(pool.spares).spares as unknown[] | undefined) ?? []).map(obj);
   const backend = str(ex.backend) ?? str(limits.backend) ?? 'unknown';
   const sandboxName = str(ex.sandbox);
   const bwrap = sandbox.bubblewrap === true || sandboxName === 'bwrap';
@@ -152,7 +198,9 @@ function Facts({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Obj
           <h2 id="parity-limits-title">Limits</h2>
           <p className="op-big" style={{ margin: '0 0 4px' }}>
             <span data-testid="limit-backend">{BACKEND_LABEL[backend] ?? backend}</span>{' '}
-            <span className={`op-pill ${backend === 'none' || backend === 'unknown' ? 'op-bad' : 'op-ok'}`}>{backend === 'none' ? 'not enforced' : 'enforced'}</span>
+            <span className={`op-pill ${backend === 'none' || backend === 'unknown' ? 'op-bad' : 'op-ok'}`}>
+              {backend === 'none' ? 'not enforced' : 'enforced'}
+            </span>
           </p>
           <p className="op-hint" style={{ margin: 0 }}>
             Memory, CPU and process caps for each run. {str(limits.reason) && <>Chosen: {str(limits.reason)}</>}
@@ -188,6 +236,7 @@ function Facts({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Obj
               ? 'Each run sees only its code, the runtimes (read-only) and the egress proxy, as in production.'
               : `Snippets see host files and the network directly.${str(sandbox.reason) ? ` ${str(sandbox.reason)}` : ''}`}
           </p>
+          {bwrap && <SandboxIdentity identity={obj(sandbox.identity)} denied={strs(sandbox.seccomp_denies).length} />}
         </section>
 
         <section className="card" aria-labelledby="parity-host-title" data-testid="parity-host">
@@ -231,6 +280,21 @@ function Facts({ executor, doctor }: { executor: Loaded<Obj>; doctor: Loaded<Obj
                     .map(([k, v]) => `${k} ${num(v) ?? 0}`)
                     .join(' · ')}
             </dd>
+            {spareList.length > 0 && (
+              <>
+                <dt>Spares</dt>
+                <dd>
+                  <ul className="op-list" data-testid="spares">
+                    {spareList.map((sp, i) => (
+                      <li key={str(sp.id) || `starting-${i}`}>
+                        {str(sp.runtime)} {str(sp.profile) === 'plain' ? 'plain' : `with ${str(sp.profile)} imported`} · {str(sp.state)}
+                        {num(sp.rss_mb) !== null && <span className="op-hint"> · {num(sp.rss_mb)} MB</span>}
+                      </li>
+                    ))}
+                  </ul>
+                </dd>
+              </>
+            )}
             <dt>Runners</dt>
             <dd>
               {num(pool.busy) ?? 0} busy · {num(pool.idle) ?? 0} idle
@@ -265,12 +329,17 @@ function runtimeRows(rt: Obj): RuntimeRow[] {
   const iPyPkgs = obj(iPy.packages);
   const rows: RuntimeRow[] = [];
   rows.push({ group: 'Bun', name: 'bun', expected: str(mBun.version) ?? '—', actual: str(iBun.version) });
-  for (const [name, v] of Object.entries(obj(mBun.packages))) rows.push({ group: 'Bun', name, expected: String(v), actual: str(iBunPkgs[name]) });
-  for (const name of Object.keys(iBunPkgs)) if (!(name in obj(mBun.packages))) rows.push({ group: 'Bun', name, expected: '*', actual: str(iBunPkgs[name]) });
+  for (const [name, v] of Object.entries(obj(mBun.packages)))
+    rows.push({ group: 'Bun', name, expected: String(v), actual: str(iBunPkgs[name]) });
+  for (const name of Object.keys(iBunPkgs))
+    if (!(name in obj(mBun.packages))) rows.push({ group: 'Bun', name, expected: '*', actual: str(iBunPkgs[name]) });
   rows.push({ group: 'Python', name: 'python', expected: str(mPy.version) ?? '—', actual: str(iPy.version) });
-  for (const [name, v] of Object.entries(obj(mPy.packages))) rows.push({ group: 'Python', name, expected: String(v), actual: str(iPyPkgs[name]) });
-  for (const name of Object.keys(iPyPkgs)) if (!(name in obj(mPy.packages))) rows.push({ group: 'Python', name, expected: '*', actual: str(iPyPkgs[name]) });
-  for (const [name, v] of Object.entries(obj(manifest.tools))) rows.push({ group: 'Tools', name, expected: String(v), actual: str(obj(installed[name]).version) });
+  for (const [name, v] of Object.entries(obj(mPy.packages)))
+    rows.push({ group: 'Python', name, expected: String(v), actual: str(iPyPkgs[name]) });
+  for (const name of Object.keys(iPyPkgs))
+    if (!(name in obj(mPy.packages))) rows.push({ group: 'Python', name, expected: '*', actual: str(iPyPkgs[name]) });
+  for (const [name, v] of Object.entries(obj(manifest.tools)))
+    rows.push({ group: 'Tools', name, expected: String(v), actual: str(obj(installed[name]).version) });
   return rows;
 }
 
@@ -325,7 +394,12 @@ function Runtimes({ runtime, doctor }: { runtime: Loaded<Obj>; doctor: Loaded<Ob
                 const bad = mismatched.has(r.name);
                 const first = i === 0 || rows[i - 1]!.group !== r.group;
                 return (
-                  <tr key={`${r.group}/${r.name}`} className={bad ? 'op-mismatch' : undefined} data-testid="runtime-row" data-mismatch={bad ? 'true' : undefined}>
+                  <tr
+                    key={`${r.group}/${r.name}`}
+                    className={bad ? 'op-mismatch' : undefined}
+                    data-testid="runtime-row"
+                    data-mismatch={bad ? 'true' : undefined}
+                  >
                     <td className="muted">{first ? r.group : ''}</td>
                     <td>
                       <code>{r.name}</code>

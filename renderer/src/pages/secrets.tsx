@@ -2,10 +2,11 @@
 // straight into the PUT body: it is never kept in React state, never rendered, and the input is
 // uncontrolled (so React never mirrors it into a `value` attribute) and emptied after saving.
 import { useRef, useState, type FormEvent } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
-import type { SecretInfo, SecretPage } from '../api-types';
+import type { SecretInfo, SecretPage } from '../types';
 import './operator.css';
 
 /** Why `name` is not a valid secret name, or null. The same rule as the core: `[A-Z_][A-Z0-9_]*`, not `SVC_…`. */
@@ -23,8 +24,7 @@ export function Secrets(_props: { params: string[] }) {
     const all: SecretInfo[] = [];
     let cursor: string | null = null;
     do {
-      const q: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-      const page = (await api.v1<SecretPage>('GET', `/v1/secrets?limit=1000${q}`)).body;
+      const page: SecretPage = await api.client.call(operations.listSecrets, { query: { limit: '1000', ...(cursor ? { cursor } : {}) } });
       all.push(...page.data);
       cursor = page.next_cursor;
     } while (cursor && all.length < 10_000);
@@ -53,9 +53,11 @@ export function Secrets(_props: { params: string[] }) {
     setBusy(true);
     setError(null);
     try {
-      const res = await api.v1<SecretInfo>('PUT', `/v1/secrets/${encodeURIComponent(name)}`, { value: input.value });
+      const res = await api.client.request(operations.putSecret, { params: { name }, body: { value: input.value } });
       input.value = '';
-      setFlash(`${res.status === 201 ? 'Saved' : 'Replaced'} ${name}. Snippets get it as an environment variable from their next invocation.`);
+      setFlash(
+        `${res.status === 201 ? 'Saved' : 'Replaced'} ${name}. Snippets get it as an environment variable from their next invocation.`,
+      );
       setName('');
       setTouched(false);
       reload();
@@ -70,7 +72,7 @@ export function Secrets(_props: { params: string[] }) {
     setError(null);
     setFlash(null);
     try {
-      await api.v1('DELETE', `/v1/secrets/${encodeURIComponent(secret)}`);
+      await api.client.call(operations.deleteSecret, { params: { name: secret } });
       setFlash(`Deleted ${secret}.`);
     } catch (err) {
       setError(err);
@@ -91,8 +93,8 @@ export function Secrets(_props: { params: string[] }) {
       <PageHeader title="Secrets" />
       <p className="op-intro">
         The local tenant's secrets, injected as environment variables at invoke time (<code>process.env.NAME</code> in Bun,{' '}
-        <code>os.environ["NAME"]</code> in Python) and named by integrations as their credential. Values are write-only: nobody reads them back, not here
-        and not over <code>/v1</code>.
+        <code>os.environ["NAME"]</code> in Python) and named by integrations as their credential. Values are write-only: nobody reads them
+        back, not here and not over <code>/v1</code>.
       </p>
 
       <section className="card" aria-labelledby="secret-form-title">
@@ -148,7 +150,9 @@ export function Secrets(_props: { params: string[] }) {
       <section className="card" aria-labelledby="secret-list-title">
         <div className="op-card-head">
           <h2 id="secret-list-title">Secrets of tenant local</h2>
-          {loaded.state === 'ok' && <span className="op-hint">{loaded.data.length === 1 ? '1 secret' : `${loaded.data.length} secrets`}</span>}
+          {loaded.state === 'ok' && (
+            <span className="op-hint">{loaded.data.length === 1 ? '1 secret' : `${loaded.data.length} secrets`}</span>
+          )}
         </div>
         <Show loaded={loaded}>
           {(secrets) =>
@@ -177,7 +181,12 @@ export function Secrets(_props: { params: string[] }) {
                         <td className="op-nowrap">{when(s.updated_at)}</td>
                         <td className="op-row-actions">
                           <span className="op-actions" style={{ justifyContent: 'flex-end' }}>
-                            <button type="button" className="op-btn op-small" onClick={() => startReplace(s.name)} data-testid="secret-replace">
+                            <button
+                              type="button"
+                              className="op-btn op-small"
+                              onClick={() => startReplace(s.name)}
+                              data-testid="secret-replace"
+                            >
                               Replace
                             </button>
                             <ConfirmButton

@@ -16,8 +16,14 @@ export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
   const asked = Number(rest[0]);
   // A version in the route (`…/code/3`) opens that one; the picker changes it in place.
   const [version, setVersion] = useState<number | null>(Number.isInteger(asked) && asked >= 1 ? asked : latest);
-  const [versions] = useLoad(() => (latest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)), [api, snippet.name, latest]);
-  const [loaded] = useLoad(() => (version === null ? Promise.resolve(null) : getVersion(api, snippet.name, version)), [api, snippet.name, version]);
+  const [versions] = useLoad(
+    () => (latest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)),
+    [api, snippet.name, latest],
+  );
+  const [loaded] = useLoad(
+    () => (version === null ? Promise.resolve(null) : getVersion(api, snippet.name, version)),
+    [api, snippet.name, version],
+  );
 
   if (latest === null || version === null) {
     return (
@@ -86,8 +92,8 @@ function VersionFiles({
           </select>
         </label>
         <span className="muted">
-          {v.source === 'workspace' ? 'from the workspace' : 'through the API'} · {when(v.created_at)} · {paths.length} file{paths.length === 1 ? '' : 's'} ·{' '}
-          {v.size_bytes.toLocaleString()} bytes
+          {v.source === 'workspace' ? 'from the workspace' : 'through the API'} · {when(v.created_at)} · {paths.length} file
+          {paths.length === 1 ? '' : 's'} · {v.size_bytes.toLocaleString()} bytes
         </span>
       </div>
       {editorPath && <EditorHint path={editorPath(file)} />}
@@ -145,7 +151,12 @@ function EditorHint({ path }: { path: string }) {
       </span>
       {bridge ? (
         <>
-          <button type="button" className="sn-btn sn-btn-small" data-testid="open-in-editor" onClick={() => void bridge.openInEditor(path).then((why) => setProblem(why || null))}>
+          <button
+            type="button"
+            className="sn-btn sn-btn-small"
+            data-testid="open-in-editor"
+            onClick={() => void bridge.openInEditor(path).then((why) => setProblem(why || null))}
+          >
             Open in editor
           </button>
           <button type="button" className="sn-btn sn-btn-small" onClick={() => void bridge.reveal(path)}>
@@ -154,7 +165,11 @@ function EditorHint({ path }: { path: string }) {
         </>
       ) : (
         <>
-          <a className="sn-btn sn-btn-small" href={`vscode://file${encodeURI(path.startsWith('/') ? path : `/${path}`)}`} data-testid="open-in-vscode">
+          <a
+            className="sn-btn sn-btn-small"
+            href={`vscode://file${encodeURI(path.startsWith('/') ? path : `/${path}`)}`}
+            data-testid="open-in-vscode"
+          >
             Open in VS Code
           </a>
           <CopyButton text={path} label="Copy path" />

@@ -1,39 +1,28 @@
 // What the snippet pages read from the core: the shapes of /v1 snippets, versions, deployments (from the
-// generated api-types.ts), of /_emu/workspace, and the small fetch helpers the pages share.
-import type { Api } from '../api';
-import type { Deployment, Environment, Invocation, Runtime, RuntimeLimits, Snippet, Version } from '../api-types';
+// the contract's schemas, renderer/src/types.ts), of /_emu/workspace, and the small fetch helpers the pages share.
+import { operations, type Api } from '../api';
+import type {
+  Deployment,
+  Environment,
+  Invocation,
+  Runtime,
+  RuntimeLimits,
+  Snippet,
+  Version,
+  WorkspaceFolderStatus,
+  WorkspaceSkippedEntry,
+  WorkspaceView as WorkspaceAnswer,
+} from '../types';
 import { TOKEN_STORAGE_KEY } from '../session';
 
 export type { Deployment, Environment, Invocation, Runtime, Snippet, Version };
 export type Limits = Pick<Version, 'timeout_ms' | 'max_memory_mb' | 'max_cpu_percent'>;
 export type Caps = RuntimeLimits;
 
-export interface FolderProblem {
-  message: string;
-  file?: string;
-  line?: number;
-  column?: number;
-}
-
-export interface FolderStatus {
-  folder: string;
-  snippet: string;
-  state: 'loaded' | 'unchanged' | 'error' | 'deleted' | 'loading';
-  runtime: Runtime | null;
-  version: number | null;
-  deployed: string[];
-  error: FolderProblem | null;
-  notes: string[];
-  updated_at: string;
-}
-
-export interface WorkspaceView {
-  workspace: string | null;
-  snippets_dir?: string;
-  watching: boolean;
-  polling?: boolean;
-  folders: FolderStatus[];
-}
+export type FolderStatus = WorkspaceFolderStatus;
+export type FolderProblem = NonNullable<FolderStatus['error']>;
+export type SkippedEntry = WorkspaceSkippedEntry;
+export type WorkspaceView = WorkspaceAnswer;
 
 /** The three limits of a version, in the order the GUI shows them, with their units. */
 export const LIMIT_FIELDS: { key: keyof Limits; label: string; unit: string; unitLong: string }[] = [
@@ -45,43 +34,53 @@ export const LIMIT_FIELDS: { key: keyof Limits; label: string; unit: string; uni
 export const fmtLimit = (key: keyof Limits, value: number) =>
   key === 'max_cpu_percent' ? `${value.toLocaleString()} %` : `${value.toLocaleString()} ${key === 'timeout_ms' ? 'ms' : 'MB'}`;
 
-const enc = encodeURIComponent;
+/** The query of one page of a `/v1` list: 100 items, from `cursor` when there is one. */
+type PageQuery = { limit: string; cursor?: string };
 
-/** Every item of a paginated `/v1` list, following `next_cursor`. */
-export async function listAll<T>(api: Api, path: string): Promise<T[]> {
+/** Every item of a paginated `/v1` list (one page per `page(query)` call), following `next_cursor`. */
+export async function listAll<T>(page: (query: PageQuery) => Promise<{ data: T[]; next_cursor: string | null }>): Promise<T[]> {
   const out: T[] = [];
   let cursor: string | null = null;
-  for (let page = 0; page < 100; page++) {
-    const sep = path.includes('?') ? '&' : '?';
-    const url: string = `${path}${sep}limit=100${cursor ? `&cursor=${enc(cursor)}` : ''}`;
-    const res = await api.v1<{ data: T[]; next_cursor: string | null }>('GET', url);
-    out.push(...res.body.data);
-    cursor = res.body.next_cursor;
+  for (let n = 0; n < 100; n++) {
+    const res: { data: T[]; next_cursor: string | null } = await page({ limit: '100', ...(cursor ? { cursor } : {}) });
+    out.push(...res.data);
+    cursor = res.next_cursor;
     if (!cursor) break;
   }
   return out;
 }
 
-export const snippetPath = (name: string) => `/v1/snippets/${enc(name)}`;
-
-export const getSnippet = async (api: Api, name: string) => (await api.v1<Snippet>('GET', snippetPath(name))).body;
-export const getVersions = (api: Api, name: string) => listAll<Version>(api, `${snippetPath(name)}/versions`);
-export const getVersion = async (api: Api, name: string, version: number) => (await api.v1<Version>('GET', `${snippetPath(name)}/versions/${version}`)).body;
-export const getDeployments = async (api: Api, name: string) => (await api.v1<{ data: Deployment[] }>('GET', `${snippetPath(name)}/environments`)).body.data;
-export const getEnvironments = (api: Api) => listAll<Environment>(api, '/v1/environments');
-export const getCaps = async (api: Api) => (await api.v1<Caps>('GET', '/v1/tenant/runtime-limits')).body;
+export const getSnippets = (api: Api): Promise<Snippet[]> => listAll((query) => api.client.call(operations.listSnippets, { query }));
+export const getSnippet = (api: Api, name: string): Promise<Snippet> => api.client.call(operations.getSnippet, { params: { id: name } });
+export const getVersions = (api: Api, name: string): Promise<Version[]> =>
+  listAll((query) => api.client.call(operations.listVersions, { params: { id: name }, query }));
+export const getVersion = (api: Api, name: string, version: number): Promise<Version> =>
+  api.client.call(operations.getVersion, { params: { id: name, version: String(version) } });
+export const getDeployments = async (api: Api, name: string): Promise<Deployment[]> =>
+  (await api.client.call(operations.listDeployments, { params: { id: name } })).data;
+export const getEnvironments = (api: Api): Promise<Environment[]> =>
+  listAll((query) => api.client.call(operations.listEnvironments, { query }));
+export const getCaps = (api: Api): Promise<Caps> => api.client.call(operations.getRuntimeLimits);
 
 export async function deploy(api: Api, name: string, env: string, version: number): Promise<Deployment> {
-  return (await api.v1<Deployment>('PUT', `${snippetPath(name)}/environments/${enc(env)}`, { version })).body;
+  return api.client.call(operations.deploy, { params: { id: name, env }, body: { version } });
 }
 
 /** The watched workspace; an emulator without one (or an older core) reads as "none". */
 export async function getWorkspace(api: Api): Promise<WorkspaceView> {
   try {
-    const body = (await api.emu<Partial<WorkspaceView>>('GET', '/_emu/workspace')).body;
-    return { workspace: body.workspace ?? null, snippets_dir: body.snippets_dir, watching: !!body.watching, polling: body.polling, folders: body.folders ?? [] };
+    const body: Partial<WorkspaceView> = await api.client.call(operations.emuWorkspace);
+    const folders = (body.folders ?? []).map((f) => ({ ...f, skipped: f.skipped ?? [] }));
+    return {
+      workspace: body.workspace ?? null,
+      snippets_dir: body.snippets_dir,
+      watching: !!body.watching,
+      polling: body.polling,
+      folders,
+      skipped: body.skipped ?? [],
+    };
   } catch {
-    return { workspace: null, watching: false, folders: [] };
+    return { workspace: null, watching: false, folders: [], skipped: [] };
   }
 }
 
@@ -96,7 +95,9 @@ export function folderPath(ws: WorkspaceView, folder: FolderStatus, file?: strin
 /** "index.ts, line 2, column 20" for a load error that names its place. */
 export function where(problem: FolderProblem): string | null {
   if (!problem.file) return null;
-  return [problem.file, problem.line ? `line ${problem.line}` : null, problem.column ? `column ${problem.column}` : null].filter(Boolean).join(', ');
+  return [problem.file, problem.line ? `line ${problem.line}` : null, problem.column ? `column ${problem.column}` : null]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /**

@@ -3,7 +3,7 @@
 // `X-Emu-Admin`). Sync shows the answer; async polls the invocation until it ends; stream shows the
 // events as they arrive.
 import { useEffect, useRef, useState } from 'react';
-import { sseEvents } from '../api';
+import { operations, ProblemError, type EventStream } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
 import { describeError, Json, OutcomeBadge, ProblemNotice, useLoad } from '../ui/kit';
@@ -16,6 +16,22 @@ interface RunMeta {
   invocationId: string | null;
   version: string | null;
   env: string | null;
+}
+
+/** The run's invocation, version and environment, from the answer's headers (any status). */
+const metaOf = (headers: Headers): RunMeta => ({
+  invocationId: headers.get('X-Invocation-Id'),
+  version: headers.get('X-Snippet-Version'),
+  env: headers.get('X-Snippet-Env'),
+});
+
+/** An answer's body as shown: its JSON, its text when it is not JSON, null when empty. */
+function parsedBody(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return text; // not JSON: shown as text
+  }
 }
 
 interface StreamEvent {
@@ -88,14 +104,18 @@ export function RunTab({ snippet }: SnippetTabProps) {
   async function run() {
     if (!canRun) return;
     const body = input.trim() === '' ? {} : (JSON.parse(input) as Record<string, unknown>);
-    const query = target.startsWith('env:') ? `?env=${encodeURIComponent(target.slice(4))}` : target.startsWith('v:') ? `?version=${target.slice(2)}` : '';
-    const path = `/v1/invoke/${encodeURIComponent(snippet.name)}${query}`;
+    const query = target.startsWith('env:') ? { env: target.slice(4) } : target.startsWith('v:') ? { version: target.slice(2) } : {};
     const headers: Record<string, string> = {};
     if (mode !== 'sync') headers['X-Invoke-Mode'] = mode;
     if (limitsHeader) {
       const token = await adminToken();
       if (!token) {
-        setResult({ mode: 'error', error: new Error('Per-run limit overrides need the admin token, and this session has none: open the URL printed by npm start again.') });
+        setResult({
+          mode: 'error',
+          error: new Error(
+            'Per-run limit overrides need the admin token, and this session has none: open the URL printed by npm start again.',
+          ),
+        });
         return;
       }
       headers['X-Emu-Limits'] = limitsHeader;
@@ -107,30 +127,37 @@ export function RunTab({ snippet }: SnippetTabProps) {
     setResult(null);
     const t0 = performance.now();
     try {
-      const res = await api.stream(path, { method: 'POST', body, headers: { Accept: mode === 'stream' ? 'text/event-stream' : 'application/json', ...headers }, admin: false, signal: controller.signal });
-      const meta: RunMeta = {
-        invocationId: res.headers.get('X-Invocation-Id'),
-        version: res.headers.get('X-Snippet-Version'),
-        env: res.headers.get('X-Snippet-Env'),
-      };
-      const isStream = (res.headers.get('Content-Type') ?? '').startsWith('text/event-stream');
-      if (mode === 'stream' && res.ok && isStream) {
-        await readStream(res, meta, t0);
+      const input = { params: { snippet: snippet.name }, query, body, headers, signal: controller.signal };
+      if (mode === 'stream') {
+        // A refusal (an error answer) is shown with its status and body, as the other modes show theirs.
+        const events = await api.client.stream(operations.invoke, input).catch((e: unknown) => {
+          if (e instanceof ProblemError) return e;
+          throw e;
+        });
+        if (events instanceof ProblemError) {
+          if (live.current)
+            setResult({ mode: 'refused', status: events.status, body: parsedBody(events.text), meta: metaOf(events.headers) });
+        } else await readStream(events, metaOf(events.headers), t0, controller.signal);
       } else {
-        const text = await res.text();
-        let parsed: unknown = text;
-        try {
-          parsed = text ? JSON.parse(text) : null;
-        } catch {
-          // not JSON: shown as text
-        }
+        const res = await api.client.send(operations.invoke, { ...input, headers: { accept: 'application/json', ...headers } });
+        const ok = res.status >= 200 && res.status <= 299;
+        const meta = metaOf(res.headers);
+        const parsed = parsedBody(res.text);
         if (!live.current) return;
         if (mode === 'sync') {
-          setResult({ mode: 'sync', status: res.status, ok: res.ok, body: parsed, meta, ms: performance.now() - t0 });
+          setResult({ mode: 'sync', status: res.status, ok, body: parsed, meta, ms: performance.now() - t0 });
         } else if (mode === 'async' && res.status === 202) {
           const accepted = parsed as { invocation_id?: string };
           const id = accepted.invocation_id ?? meta.invocationId;
-          const first: Result = { mode: 'async', status: res.status, accepted: parsed, meta: { ...meta, invocationId: id ?? null }, record: null, polls: 0, pollError: null };
+          const first: Result = {
+            mode: 'async',
+            status: res.status,
+            accepted: parsed,
+            meta: { ...meta, invocationId: id ?? null },
+            record: null,
+            polls: 0,
+            pollError: null,
+          };
           setResult(first);
           if (id) await poll(id, controller.signal);
         } else {
@@ -140,7 +167,9 @@ export function RunTab({ snippet }: SnippetTabProps) {
     } catch (e) {
       if (!live.current) return;
       if ((e as Error).name === 'AbortError') {
-        setResult((r) => (r && r.mode === 'stream' ? { ...r, done: true, cut: 'stopped: the client disconnected, which cancels the run' } : r));
+        setResult((r) =>
+          r && r.mode === 'stream' ? { ...r, done: true, cut: 'stopped: the client disconnected, which cancels the run' } : r,
+        );
       } else setResult({ mode: 'error', error: e });
     } finally {
       if (live.current) setRunning(false);
@@ -148,21 +177,29 @@ export function RunTab({ snippet }: SnippetTabProps) {
     }
   }
 
-  async function readStream(res: Response, meta: RunMeta, t0: number) {
+  async function readStream(stream: EventStream<typeof operations.invoke>, meta: RunMeta, t0: number, signal: AbortSignal) {
     const events: StreamEvent[] = [];
-    setResult({ mode: 'stream', status: res.status, meta, events: [], done: false, ms: null, cut: null });
-    for await (const e of sseEvents(res)) {
+    setResult({ mode: 'stream', status: stream.status, meta, events: [], done: false, ms: null, cut: null });
+    for await (const e of stream) {
       if (!live.current) return;
-      events.push({ id: e.id, event: e.event, at: performance.now() - t0, data: e.data });
-      const startId = e.event === 'start' ? (e.data as { invocation_id?: string }).invocation_id : undefined;
+      events.push({ id: Number(e.id), event: e.event, at: performance.now() - t0, data: e.data });
+      const startId = e.event === 'start' ? e.data.invocation_id : undefined;
       setResult((r) =>
-        r && r.mode === 'stream' ? { ...r, events: [...events], meta: startId && !r.meta.invocationId ? { ...r.meta, invocationId: startId } : r.meta } : r,
+        r && r.mode === 'stream'
+          ? { ...r, events: [...events], meta: startId && !r.meta.invocationId ? { ...r.meta, invocationId: startId } : r.meta }
+          : r,
       );
     }
     if (!live.current) return;
+    // The typed stream ends quietly when aborted (contract/sse.ts): the same note as an aborted fetch's.
+    if (signal.aborted) throw new DOMException('stopped', 'AbortError');
     const last = events[events.length - 1];
     const complete = last?.event === 'result' || last?.event === 'error';
-    setResult((r) => (r && r.mode === 'stream' ? { ...r, done: true, ms: performance.now() - t0, cut: complete ? null : 'ended without a result or error event' } : r));
+    setResult((r) =>
+      r && r.mode === 'stream'
+        ? { ...r, done: true, ms: performance.now() - t0, cut: complete ? null : 'ended without a result or error event' }
+        : r,
+    );
   }
 
   async function poll(id: string, signal: AbortSignal) {
@@ -170,7 +207,7 @@ export function RunTab({ snippet }: SnippetTabProps) {
       await new Promise((r) => setTimeout(r, POLL_MS));
       if (signal.aborted || !live.current) return;
       try {
-        const record = (await api.v1<Invocation>('GET', `/v1/invocations/${encodeURIComponent(id)}`)).body;
+        const record = await api.client.call(operations.getInvocation, { params: { id } });
         if (!live.current) return;
         setResult((r) => (r && r.mode === 'async' ? { ...r, record, polls } : r));
         if (FINISHED.has(record.status)) return;
@@ -184,7 +221,9 @@ export function RunTab({ snippet }: SnippetTabProps) {
   const deployments = targets.state === 'ok' ? targets.data.deployments : [];
   const versions = targets.state === 'ok' ? targets.data.versions : [];
   const prod = deployments.find((d) => d.env === 'prod' && d.version !== null);
-  const defaultLabel = prod ? `Default: what prod runs (v${prod.version})` : `Default: the latest version${snippet.latest_version ? ` (v${snippet.latest_version})` : ''}`;
+  const defaultLabel = prod
+    ? `Default: what prod runs (v${prod.version})`
+    : `Default: the latest version${snippet.latest_version ? ` (v${snippet.latest_version})` : ''}`;
 
   return (
     <div className="sn-run">
@@ -245,7 +284,9 @@ export function RunTab({ snippet }: SnippetTabProps) {
             </select>
             <fieldset className="sn-overrides">
               <legend>Per-run limit overrides (emulator only)</legend>
-              <p className="muted">Blank keeps the version&apos;s limit. Sent as X-Emu-Limits with the admin token; no new version is made.</p>
+              <p className="muted">
+                Blank keeps the version&apos;s limit. Sent as X-Emu-Limits with the admin token; no new version is made.
+              </p>
               <div className="sn-overrides-grid">
                 {LIMIT_FIELDS.map((f) => (
                   <label key={f.key} className="sn-override">
@@ -434,7 +475,11 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
                 {rec.error.stack && <pre className="sn-stack">{rec.error.stack}</pre>}
               </div>
             )}
-            {!finished && <p className="muted">Reading GET /v1/invocations/{result.meta.invocationId} every {POLL_MS} ms until it ends…</p>}
+            {!finished && (
+              <p className="muted">
+                Reading GET /v1/invocations/{result.meta.invocationId} every {POLL_MS} ms until it ends…
+              </p>
+            )}
             {result.pollError !== null && <ProblemNotice error={result.pollError} title="Could not read the invocation" />}
           </div>
         </div>
@@ -502,7 +547,12 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
       {result.cut && <p className="sn-problem">The stream {result.cut}.</p>}
       {final?.event === 'result' && (
         <div data-testid="run-output">
-          <h3>Output{finalData.usage?.duration_ms !== undefined && <span className="muted sn-usage"> · ran {Math.round(finalData.usage.duration_ms).toLocaleString()} ms</span>}</h3>
+          <h3>
+            Output
+            {finalData.usage?.duration_ms !== undefined && (
+              <span className="muted sn-usage"> · ran {Math.round(finalData.usage.duration_ms).toLocaleString()} ms</span>
+            )}
+          </h3>
           <Json value={finalData.output} />
         </div>
       )}

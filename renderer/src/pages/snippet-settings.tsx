@@ -2,11 +2,22 @@
 // beside them. A value that is not an integer ≥ 1, or is above its cap, is refused here before anything
 // is sent. Saving creates a new version with the same code and these limits, optionally deploying it.
 import { useState } from 'react';
-import { ApiProblem } from '../api';
+import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, ProblemNotice, Show, useLoad } from '../ui/kit';
-import { deploy, envOrder, getCaps, getEnvironments, getVersion, LIMIT_FIELDS, snippetPath, type Caps, type Environment, type Limits, type Version } from './snippet-data';
+import {
+  deploy,
+  envOrder,
+  getCaps,
+  getEnvironments,
+  getVersion,
+  LIMIT_FIELDS,
+  type Caps,
+  type Environment,
+  type Limits,
+  type Version,
+} from './snippet-data';
 import type { SnippetTabProps } from './snippet';
 
 export function SettingsTab({ snippet, folder, refresh }: SnippetTabProps) {
@@ -98,7 +109,10 @@ function SettingsForm({
   const [saving, setSaving] = useState(false);
   const { saved, error } = outcome;
 
-  const problems = Object.fromEntries(LIMIT_FIELDS.map((f) => [f.key, limitProblem(values[f.key], caps[f.key], f.unit)])) as Record<Field, string | null>;
+  const problems = Object.fromEntries(LIMIT_FIELDS.map((f) => [f.key, limitProblem(values[f.key], caps[f.key], f.unit)])) as Record<
+    Field,
+    string | null
+  >;
   const invalid = LIMIT_FIELDS.some((f) => problems[f.key] !== null);
   const unchanged = LIMIT_FIELDS.every((f) => Number(values[f.key]) === base[f.key]);
 
@@ -114,7 +128,7 @@ function SettingsForm({
         max_memory_mb: Number(values.max_memory_mb),
         max_cpu_percent: Number(values.max_cpu_percent),
       };
-      const created = (await api.v1<Version>('POST', `${snippetPath(snippetName)}/versions`, body)).body;
+      const created = await api.client.call(operations.createVersion, { params: { id: snippetName }, body });
       let deployError: unknown = null;
       if (andDeploy) {
         try {
@@ -127,7 +141,7 @@ function SettingsForm({
       onSaved();
     } catch (e) {
       setOutcome({ saved: null, error: e });
-      if (e instanceof ApiProblem && e.code === 'limit_exceeds_tenant_cap') onCapsChanged();
+      if (e instanceof ProblemError && e.code === 'limit_exceeds_tenant_cap') onCapsChanged();
     } finally {
       setSaving(false);
     }
@@ -146,8 +160,9 @@ function SettingsForm({
       <section className="card">
         <h2>Limits</h2>
         <p className="muted" id="sn-settings-about">
-          Versions are immutable: saving makes a new version (v{base.version + 1}) with the code of v{base.version} and these limits. Each limit is capped by the tenant
-          (production&apos;s operators set the caps; here, the <a href={href('tenants')}>Tenants and caps</a> page).
+          Versions are immutable: saving makes a new version (v{base.version + 1}) with the code of v{base.version} and these limits. Each
+          limit is capped by the tenant (production&apos;s operators set the caps; here, the <a href={href('tenants')}>Tenants and caps</a>{' '}
+          page).
         </p>
         <div className="sn-limits">
           {LIMIT_FIELDS.map((f) => {
@@ -205,12 +220,16 @@ function SettingsForm({
             {saving ? 'Saving…' : 'Save as a new version'}
           </button>
         </div>
-        {invalid && <p className="sn-problem">Fix the highlighted limit{LIMIT_FIELDS.filter((f) => problems[f.key]).length > 1 ? 's' : ''} to save.</p>}
+        {invalid && (
+          <p className="sn-problem">
+            Fix the highlighted limit{LIMIT_FIELDS.filter((f) => problems[f.key]).length > 1 ? 's' : ''} to save.
+          </p>
+        )}
         {!invalid && unchanged && !saved && <p className="muted">Change a limit to save a new version.</p>}
         {fromWorkspace && (
           <p className="muted sn-note">
-            This snippet comes from the workspace: the next save of its folder makes a version with the limits of its <code>snippet.json</code> (or the defaults)
-            again.
+            This snippet comes from the workspace: the next save of its folder makes a version with the limits of its{' '}
+            <code>snippet.json</code> (or the defaults) again.
           </p>
         )}
         {saved && (
@@ -219,7 +238,9 @@ function SettingsForm({
             {saved.env ? ` and deployed to ${saved.env}` : ''}.
           </p>
         )}
-        {error !== null && <ProblemNotice error={error} title={saved ? 'Saved, but the deployment failed' : 'The core refused the new version'} />}
+        {error !== null && (
+          <ProblemNotice error={error} title={saved ? 'Saved, but the deployment failed' : 'The core refused the new version'} />
+        )}
       </section>
     </form>
   );

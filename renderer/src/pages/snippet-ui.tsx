@@ -26,7 +26,12 @@ export function FolderTag({ children }: { children: string }) {
   return (
     <span className="sn-folder" title="From the watched workspace">
       <svg className="sn-folder-icon" width="14" height="12" viewBox="0 0 14 12" aria-hidden="true" focusable="false">
-        <path d="M1 2.2C1 1.5 1.5 1 2.2 1h3l1.4 1.5h5.2c.7 0 1.2.5 1.2 1.2v6.1c0 .7-.5 1.2-1.2 1.2H2.2C1.5 11 1 10.5 1 9.8z" fill="none" stroke="currentColor" strokeWidth="1.2" />
+        <path
+          d="M1 2.2C1 1.5 1.5 1 2.2 1h3l1.4 1.5h5.2c.7 0 1.2.5 1.2 1.2v6.1c0 .7-.5 1.2-1.2 1.2H2.2C1.5 11 1 10.5 1 9.8z"
+          fill="none"
+          stroke="currentColor"
+          strokeWidth="1.2"
+        />
       </svg>
       {children}
     </span>

@@ -5,7 +5,19 @@ import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { diffBundles, type FileDiff } from './snippet-diff';
-import { deploy, envOrder, fmtLimit, getDeployments, getEnvironments, getVersion, getVersions, LIMIT_FIELDS, type Deployment, type Environment, type Version } from './snippet-data';
+import {
+  deploy,
+  envOrder,
+  fmtLimit,
+  getDeployments,
+  getEnvironments,
+  getVersion,
+  getVersions,
+  LIMIT_FIELDS,
+  type Deployment,
+  type Environment,
+  type Version,
+} from './snippet-data';
 import type { SnippetTabProps } from './snippet';
 import { FolderTag } from './snippet-ui';
 
@@ -18,8 +30,16 @@ interface VersionsData {
 export function VersionsTab({ snippet, refresh }: SnippetTabProps) {
   const { api } = useApp();
   const [loaded, reload] = useLoad(async (): Promise<VersionsData> => {
-    const [versions, deployments, environments] = await Promise.all([getVersions(api, snippet.name), getDeployments(api, snippet.name), getEnvironments(api)]);
-    return { versions, deployments: [...deployments].sort((a, b) => envOrder(a.env, b.env)), environments: [...environments].sort((a, b) => envOrder(a.name, b.name)) };
+    const [versions, deployments, environments] = await Promise.all([
+      getVersions(api, snippet.name),
+      getDeployments(api, snippet.name),
+      getEnvironments(api),
+    ]);
+    return {
+      versions,
+      deployments: [...deployments].sort((a, b) => envOrder(a.env, b.env)),
+      environments: [...environments].sort((a, b) => envOrder(a.name, b.name)),
+    };
   }, [api, snippet.name, snippet.latest_version]);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -61,7 +81,14 @@ export function VersionsTab({ snippet, refresh }: SnippetTabProps) {
               <Deployments
                 deployments={data.deployments}
                 busy={busy}
-                onRollback={(d) => void run(`rollback-${d.env}`, d.env, d.previous_version!, `Rolled ${d.env} back to v${d.previous_version} (from v${d.version}).`)}
+                onRollback={(d) =>
+                  void run(
+                    `rollback-${d.env}`,
+                    d.env,
+                    d.previous_version!,
+                    `Rolled ${d.env} back to v${d.previous_version} (from v${d.version}).`,
+                  )
+                }
               />
               <DeployForm
                 versions={data.versions}
@@ -85,7 +112,15 @@ export function VersionsTab({ snippet, refresh }: SnippetTabProps) {
   );
 }
 
-function Deployments({ deployments, busy, onRollback }: { deployments: Deployment[]; busy: string | null; onRollback: (d: Deployment) => void }) {
+function Deployments({
+  deployments,
+  busy,
+  onRollback,
+}: {
+  deployments: Deployment[];
+  busy: string | null;
+  onRollback: (d: Deployment) => void;
+}) {
   return (
     <div className="sn-scroll">
       <table className="sn-plain" data-testid="deployments">
@@ -106,7 +141,9 @@ function Deployments({ deployments, busy, onRollback }: { deployments: Deploymen
               <td>
                 <span className={`sn-chip sn-env-${d.env}`}>{d.env}</span>
               </td>
-              <td data-testid="deployment-version">{d.version === null ? <span className="muted">nothing</span> : <span className="sn-ver">v{d.version}</span>}</td>
+              <td data-testid="deployment-version">
+                {d.version === null ? <span className="muted">nothing</span> : <span className="sn-ver">v{d.version}</span>}
+              </td>
               <td className="muted">{when(d.deployed_at)}</td>
               <td>{d.previous_version === null ? <span className="muted">—</span> : `v${d.previous_version}`}</td>
               <td className="sn-actions">
@@ -131,7 +168,17 @@ function Deployments({ deployments, busy, onRollback }: { deployments: Deploymen
   );
 }
 
-function DeployForm({ versions, environments, busy, onDeploy }: { versions: Version[]; environments: Environment[]; busy: boolean; onDeploy: (env: string, version: number) => void }) {
+function DeployForm({
+  versions,
+  environments,
+  busy,
+  onDeploy,
+}: {
+  versions: Version[];
+  environments: Environment[];
+  busy: boolean;
+  onDeploy: (env: string, version: number) => void;
+}) {
   const [version, setVersion] = useState<number>(versions[0]?.version ?? 1);
   const [env, setEnv] = useState<string>(environments[0]?.name ?? 'dev');
   useEffect(() => {
@@ -312,7 +359,11 @@ function FileDiffView({ diff }: { diff: FileDiff }) {
                 </span>
               )}
               {h.lines.map((l, i) => (
-                <span key={i} className={l.kind === '+' ? 'sn-dl sn-dl-add' : l.kind === '-' ? 'sn-dl sn-dl-del' : 'sn-dl'} data-testid={l.kind === '+' ? 'diff-add' : l.kind === '-' ? 'diff-del' : undefined}>
+                <span
+                  key={i}
+                  className={l.kind === '+' ? 'sn-dl sn-dl-add' : l.kind === '-' ? 'sn-dl sn-dl-del' : 'sn-dl'}
+                  data-testid={l.kind === '+' ? 'diff-add' : l.kind === '-' ? 'diff-del' : undefined}
+                >
                   <span className="sn-ln" aria-hidden="true" data-n={l.a ?? ''} />
                   <span className="sn-ln" aria-hidden="true" data-n={l.b ?? ''} />
                   <span className="sn-sign">{l.kind}</span>

@@ -1,6 +1,6 @@
 // A snippet: its header (runtime, latest version, where it runs, where it comes from) and four tabs as
 // links — Code, Versions, Settings, Run — on `#/snippet/{name}[/code|versions|settings|run]`.
-import { ApiProblem } from '../api';
+import { ProblemError } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, Loading, ProblemNotice, useLoad } from '../ui/kit';
@@ -52,7 +52,7 @@ export function SnippetPage({ params }: { params: string[] }) {
     return (
       <div className="sn">
         <Crumbs name={name} />
-        {loaded.error instanceof ApiProblem && loaded.error.status === 404 ? (
+        {loaded.error instanceof ProblemError && loaded.error.status === 404 ? (
           <EmptyState title={`No snippet named “${name}”`}>
             <a href={href('snippets')}>All snippets</a>
           </EmptyState>
@@ -70,7 +70,12 @@ export function SnippetPage({ params }: { params: string[] }) {
       <SnippetHeader snippet={snippet} folder={folder} />
       <nav className="sn-tabs" aria-label="Snippet sections">
         {TABS.map((t) => (
-          <a key={t.id} href={href('snippet', snippet.name, t.id)} aria-current={t.id === tab ? 'page' : undefined} data-testid={`tab-${t.id}`}>
+          <a
+            key={t.id}
+            href={href('snippet', snippet.name, t.id)}
+            aria-current={t.id === tab ? 'page' : undefined}
+            data-testid={`tab-${t.id}`}
+          >
             {t.label}
           </a>
         ))}
@@ -122,8 +127,27 @@ function SnippetHeader({ snippet: s, folder }: { snippet: Snippet; folder: Folde
           {where(folder.error) && <span className="sn-error-where">{where(folder.error)}</span>}
           <pre className="sn-error-message">{folder.error.message}</pre>
           <span className="muted">
-            {s.latest_version === null ? 'No version serves until the folder loads.' : `v${s.latest_version} keeps serving until the folder is saved without errors.`}
+            {s.latest_version === null
+              ? 'No version serves until the folder loads.'
+              : `v${s.latest_version} keeps serving until the folder is saved without errors.`}
           </span>
+        </div>
+      )}
+      {folder && folder.skipped.length > 0 && (
+        <div className="sn-skipped sn-errors-inline" data-testid="snippet-skipped">
+          <strong>
+            {folder.skipped.length === 1
+              ? `One entry of ${folder.folder} was not read`
+              : `${folder.skipped.length} entries of ${folder.folder} were not read`}
+          </strong>
+          <ul>
+            {folder.skipped.map((e) => (
+              <li key={e.path}>
+                <code>{e.path}</code> <span className="sn-skip-code">{e.code}</span>
+                <div className="sn-skip-reason">{e.reason}</div>
+              </li>
+            ))}
+          </ul>
         </div>
       )}
     </header>

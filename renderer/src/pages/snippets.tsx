@@ -5,7 +5,16 @@ import { useEffect } from 'react';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, PageHeader, Show, useLoad, when } from '../ui/kit';
-import { folderPath, getWorkspace, listAll, where, type FolderStatus, type Snippet, type WorkspaceView } from './snippet-data';
+import {
+  folderPath,
+  getWorkspace,
+  getSnippets,
+  where,
+  type FolderStatus,
+  type SkippedEntry,
+  type Snippet,
+  type WorkspaceView,
+} from './snippet-data';
 import { EnvChips, FolderTag, RuntimeTag } from './snippet-ui';
 import './snippets.css';
 
@@ -20,7 +29,7 @@ const REFRESH_MS = 4000;
 export function Snippets(_props: { params: string[] }) {
   const { api } = useApp();
   const [loaded, reload] = useLoad(async (): Promise<ListData> => {
-    const [snippets, workspace] = await Promise.all([listAll<Snippet>(api, '/v1/snippets'), getWorkspace(api)]);
+    const [snippets, workspace] = await Promise.all([getSnippets(api), getWorkspace(api)]);
     return { snippets, workspace };
   }, [api]);
 
@@ -54,9 +63,7 @@ function SnippetList({ data }: { data: ListData }) {
       <WorkspaceLine workspace={workspace} />
       {failing.length > 0 && (
         <section className="sn-errors" role="alert" aria-label="Workspace load errors" data-testid="workspace-errors">
-          <h2>
-            {failing.length === 1 ? 'A workspace folder failed to load' : `${failing.length} workspace folders failed to load`}
-          </h2>
+          <h2>{failing.length === 1 ? 'A workspace folder failed to load' : `${failing.length} workspace folders failed to load`}</h2>
           <p className="muted">The previous version (if any) keeps serving until the folder is saved without errors.</p>
           <ul>
             {failing.map((f) => (
@@ -76,10 +83,14 @@ function SnippetList({ data }: { data: ListData }) {
           </ul>
         </section>
       )}
+      <SkippedEntries workspace={workspace} />
       {snippets.length === 0 ? (
         <EmptyState title="No snippets yet">
           <p>
-            Save a folder under <code>{workspace.workspace ? `${snippetsDir(workspace)}/` : '<workspace>/snippets/'}&lt;name&gt;/index.ts</code> (Bun) or <code>&lt;name&gt;/main.py</code> (Python) and it appears here, or create one through the API (with the key shown on the <a href={href()}>Overview</a>):
+            Save a folder under{' '}
+            <code>{workspace.workspace ? `${snippetsDir(workspace)}/` : '<workspace>/snippets/'}&lt;name&gt;/index.ts</code> (Bun) or{' '}
+            <code>&lt;name&gt;/main.py</code> (Python) and it appears here, or create one through the API (with the key shown on the{' '}
+            <a href={href()}>Overview</a>):
           </p>
           <pre className="sn-hint">
             POST /v1/snippets {'{'}"name": "hello", "runtime": "bun"{'}'}
@@ -106,6 +117,44 @@ function SnippetList({ data }: { data: ListData }) {
         </table>
       )}
     </>
+  );
+}
+
+/** A skipped entry's path on disk: workspace-level ones are relative to the workspace, the others to their folder. */
+function skippedPath(ws: WorkspaceView, s: SkippedEntry, folder?: FolderStatus): string {
+  const root = (ws.workspace ?? '.').replace(/[\\/]+$/, '');
+  return folder ? folderPath(ws, folder, s.path) : `${root}/${s.path}`;
+}
+
+/** Every workspace entry the loader did not read (a FIFO, a socket, a symlink out of the workspace, a file over the limit…), with why. */
+function SkippedEntries({ workspace }: { workspace: WorkspaceView }) {
+  const rows: { key: string; entry: SkippedEntry; shown: string; folder?: FolderStatus }[] = [
+    ...workspace.skipped.map((entry) => ({ key: `ws:${entry.path}`, entry, shown: entry.path })),
+    ...workspace.folders.flatMap((f) =>
+      f.skipped.map((entry) => ({ key: `${f.snippet}:${entry.path}`, entry, shown: `${f.folder}/${entry.path}`, folder: f })),
+    ),
+  ];
+  if (rows.length === 0) return null;
+  return (
+    <section className="sn-skipped" aria-label="Workspace entries not read" data-testid="workspace-skipped">
+      <h2>{rows.length === 1 ? 'One workspace entry was not read' : `${rows.length} workspace entries were not read`}</h2>
+      <p className="muted">
+        The loader reads only regular files inside the workspace, within the bundle limits, so nothing in it can stall the emulator. Change
+        or remove these entries and save again.
+      </p>
+      <ul>
+        {rows.map(({ key, entry, shown, folder }) => (
+          <li key={key} data-testid="workspace-skipped-entry" data-path={shown} data-code={entry.code}>
+            <div className="sn-error-head">
+              <code>{shown}</code>
+              <span className="sn-skip-code">{entry.code}</span>
+            </div>
+            <div className="sn-skip-reason">{entry.reason}</div>
+            <div className="muted sn-path">{skippedPath(workspace, entry, folder)}</div>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }
 
@@ -136,7 +185,9 @@ function SnippetRow({ snippet: s, folder }: { snippet: Snippet; folder: FolderSt
       <td data-label="Runtime">
         <RuntimeTag runtime={s.runtime} />
       </td>
-      <td data-label="Latest">{s.latest_version === null ? <span className="muted">no version</span> : <span className="sn-ver">v{s.latest_version}</span>}</td>
+      <td data-label="Latest">
+        {s.latest_version === null ? <span className="muted">no version</span> : <span className="sn-ver">v{s.latest_version}</span>}
+      </td>
       <td data-label="Deployed" data-testid="deployed">
         <EnvChips deployments={s.deployments} empty="nowhere" />
       </td>

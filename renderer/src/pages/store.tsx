@@ -1,17 +1,15 @@
 // The local tenant's store (what @svc/store / svc.store read and write): keys by prefix, a value, set
 // a JSON value with an optional TTL, delete.
 import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
-import { ApiProblem } from '../api';
+import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { ConfirmButton, Field } from '../ui/controls';
-import type { StoreEntry, StoreKeyInfo, StoreKeyPage } from '../api-types';
+import type { StoreEntry, StoreKeyInfo } from '../types';
 import './operator.css';
 
 const PAGE = 100;
 const KEY_RULE = /^[\x21-\x7e]{1,512}$/;
-
-const keyPath = (key: string) => `/v1/store/${encodeURIComponent(key)}`;
 
 function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
@@ -49,15 +47,15 @@ export function Store(_props: { params: string[] }) {
 
   const [first, reloadList] = useLoad(async () => {
     setMore(null);
-    return (await api.v1<StoreKeyPage>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}`)).body;
+    return await api.client.call(operations.listStoreKeys, { query: { limit: String(PAGE), prefix } });
   }, [api, prefix]);
 
   const [detail, reloadDetail] = useLoad(async () => {
     if (selected === null) return null;
     try {
-      return (await api.v1<StoreEntry>('GET', keyPath(selected))).body;
+      return await api.client.call(operations.getStoreValue, { params: { key: selected } });
     } catch (err) {
-      if (err instanceof ApiProblem && err.status === 404) return 'missing' as const;
+      if (err instanceof ProblemError && err.status === 404) return 'missing' as const;
       throw err;
     }
   }, [api, selected]);
@@ -65,7 +63,7 @@ export function Store(_props: { params: string[] }) {
   async function loadMore(cursor: string) {
     setLoadingMore(true);
     try {
-      const page = (await api.v1<StoreKeyPage>('GET', `/v1/store?limit=${PAGE}&prefix=${encodeURIComponent(prefix)}&cursor=${encodeURIComponent(cursor)}`)).body;
+      const page = await api.client.call(operations.listStoreKeys, { query: { limit: String(PAGE), prefix, cursor } });
       setMore((m) => ({ keys: [...(m?.keys ?? []), ...page.data], cursor: page.next_cursor }));
     } catch (err) {
       setError(err);
@@ -77,7 +75,7 @@ export function Store(_props: { params: string[] }) {
   async function remove(key: string) {
     setError(null);
     try {
-      await api.v1('DELETE', keyPath(key));
+      await api.client.call(operations.deleteStoreValue, { params: { key } });
       setFlash(`Deleted ${key}.`);
       if (selected === key) setSelected(null);
     } catch (err) {
@@ -102,8 +100,8 @@ export function Store(_props: { params: string[] }) {
     <>
       <PageHeader title="Store" />
       <p className="op-intro">
-        The local tenant's key–value store: what snippets read and write with <code>@svc/store</code> (Bun) and <code>svc.store</code> (Python). Values
-        are any JSON; a TTL makes a key expire.
+        The local tenant's key–value store: what snippets read and write with <code>@svc/store</code> (Bun) and <code>svc.store</code>{' '}
+        (Python). Values are any JSON; a TTL makes a key expire.
       </p>
       {error !== null && <ProblemNotice error={error} />}
       <div className="op-split">
@@ -152,7 +150,12 @@ export function Store(_props: { params: string[] }) {
                       </thead>
                       <tbody>
                         {keys.map((k) => (
-                          <tr key={k.key} className={selected === k.key ? 'op-selected' : undefined} data-testid="store-row" data-key={k.key}>
+                          <tr
+                            key={k.key}
+                            className={selected === k.key ? 'op-selected' : undefined}
+                            data-testid="store-row"
+                            data-key={k.key}
+                          >
                             <td>
                               <button
                                 type="button"
@@ -165,7 +168,13 @@ export function Store(_props: { params: string[] }) {
                               </button>
                             </td>
                             <td className="op-num">{bytes(k.size)}</td>
-                            <td className="op-nowrap">{k.expires_at ? <span title={when(k.expires_at)}>{fromNow(k.expires_at)}</span> : <span className="muted">never</span>}</td>
+                            <td className="op-nowrap">
+                              {k.expires_at ? (
+                                <span title={when(k.expires_at)}>{fromNow(k.expires_at)}</span>
+                              ) : (
+                                <span className="muted">never</span>
+                              )}
+                            </td>
                           </tr>
                         ))}
                       </tbody>
@@ -214,7 +223,13 @@ export function Store(_props: { params: string[] }) {
                         <button type="button" className="op-btn" onClick={() => edit(entry)} data-testid="store-edit">
                           Edit
                         </button>
-                        <ConfirmButton label="Delete" question={`Delete ${entry.key}?`} onConfirm={() => remove(entry.key)} testid="store-delete" small={false} />
+                        <ConfirmButton
+                          label="Delete"
+                          question={`Delete ${entry.key}?`}
+                          onConfirm={() => remove(entry.key)}
+                          testid="store-delete"
+                          small={false}
+                        />
                       </div>
                     </>
                   )
@@ -265,11 +280,14 @@ function StoreEditor({
   const keyProblem = !key ? 'Enter a key.' : KEY_RULE.test(key) ? null : 'Printable ASCII without spaces, at most 512 characters.';
   let parsed: { ok: true; value: unknown } | { ok: false; message: string };
   try {
-    parsed = value.trim() ? { ok: true, value: JSON.parse(value) } : { ok: false, message: 'Enter a JSON value, e.g. {"count": 1}, "text" or 42.' };
+    parsed = value.trim()
+      ? { ok: true, value: JSON.parse(value) }
+      : { ok: false, message: 'Enter a JSON value, e.g. {"count": 1}, "text" or 42.' };
   } catch (err) {
     parsed = { ok: false, message: `Not JSON: ${(err as Error).message}` };
   }
-  const ttlProblem = ttl.trim() === '' || (/^\d+$/.test(ttl.trim()) && Number(ttl) >= 1 && Number(ttl) <= 315360000) ? null : 'Whole seconds, 1 or more.';
+  const ttlProblem =
+    ttl.trim() === '' || (/^\d+$/.test(ttl.trim()) && Number(ttl) >= 1 && Number(ttl) <= 315360000) ? null : 'Whole seconds, 1 or more.';
 
   async function submit(e: FormEvent) {
     e.preventDefault();
@@ -279,7 +297,7 @@ function StoreEditor({
     setError(null);
     try {
       const body = { value: parsed.value, ...(ttl.trim() ? { ttl_seconds: Number(ttl) } : {}) };
-      const res = await api.v1<StoreEntry>('PUT', keyPath(key), body);
+      const res = await api.client.request(operations.putStoreValue, { params: { key }, body });
       setTouched(false);
       onSaved(key, res.status === 201);
     } catch (err) {
@@ -303,7 +321,17 @@ function StoreEditor({
       <form onSubmit={(e) => void submit(e)} data-testid="store-form" noValidate>
         <div className="op-form">
           <Field label="Key" error={touched ? keyProblem : null}>
-            {(p) => <input {...p} value={key} onChange={change(setKey)} placeholder="counter:visits" spellCheck={false} autoComplete="off" data-testid="store-key" />}
+            {(p) => (
+              <input
+                {...p}
+                value={key}
+                onChange={change(setKey)}
+                placeholder="counter:visits"
+                spellCheck={false}
+                autoComplete="off"
+                data-testid="store-key"
+              />
+            )}
           </Field>
           <Field label="TTL" className="op-narrow" error={ttlProblem} hint="Empty: never expires.">
             {(p) => (

@@ -4,15 +4,15 @@
 // a second while new events arrive, and at the end; until then it is estimated from the arrival time.
 // The follow is aborted when the component using it unmounts.
 import { useEffect, useState } from 'react';
-import { sseEvents } from '../api';
+import { operations, rawFrame } from '../api';
 import { useApp } from '../context';
-import { enc, isAbort, problemOf, type EventsPage, type EventType } from './invocation-common';
+import { isAbort, type EventType } from './invocation-common';
 
 export interface LiveEvent {
   id: number;
   event: EventType;
   data: unknown;
-  /** The SSE frame as received. */
+  /** The SSE frame as the core wrote it (rebuilt from the parsed event by api.ts's rawFrame). */
   raw: string;
   /** ms since the stream started: recorded (`exact`) or estimated from when it arrived. */
   t_ms: number;
@@ -34,7 +34,14 @@ export interface Follow {
 
 export function useFollow(id: string, attempt: number): Follow {
   const { api } = useApp();
-  const [follow, setFollow] = useState<Follow>({ events: [], state: 'connecting', error: null, live: null, truncated: false, origin: null });
+  const [follow, setFollow] = useState<Follow>({
+    events: [],
+    state: 'connecting',
+    error: null,
+    live: null,
+    truncated: false,
+    origin: null,
+  });
 
   useEffect(() => {
     const ac = new AbortController();
@@ -61,14 +68,14 @@ export function useFollow(id: string, attempt: number): Follow {
 
     const fetchTimes = async () => {
       try {
-        const r = await api.emu<EventsPage>('GET', `/_emu/invocations/${enc(id)}/events`);
+        const r = await api.client.call(operations.emuInvocationEvents, { params: { id } });
         if (ac.signal.aborted) return;
-        for (const e of r.body.data) {
+        for (const e of r.data) {
           exact.set(e.id, e.t_ms);
           if (e.event === 'start') origin = Date.parse(e.at) - e.t_ms;
         }
-        live ??= r.body.live;
-        truncated = r.body.truncated;
+        live ??= r.live;
+        truncated = r.truncated;
         list = list.map((e) => (!e.exact && exact.has(e.id) ? { ...e, t_ms: exact.get(e.id)!, exact: true } : e));
         soon();
       } catch {
@@ -85,18 +92,22 @@ export function useFollow(id: string, attempt: number): Follow {
     void (async () => {
       void fetchTimes();
       try {
-        const path = `/_emu/invocations/${enc(id)}/events?follow=1`;
-        const res = await api.stream(path, { admin: true, signal: ac.signal });
-        if (!res.ok) throw await problemOf(res, `GET ${path}`);
+        // An error answer throws ProblemError, shown as the follow's error.
+        const events = await api.client.stream(operations.emuInvocationEvents, {
+          params: { id },
+          query: { follow: '1' },
+          signal: ac.signal,
+        });
         state = 'open';
         soon();
-        for await (const e of sseEvents(res)) {
+        for await (const e of events) {
           if (ac.signal.aborted) return;
           origin ??= Date.now();
-          const known = exact.get(e.id);
+          const eventId = Number(e.id);
+          const known = exact.get(eventId);
           const t = known ?? Math.max(lastT, Date.now() - origin);
           lastT = Math.max(lastT, t);
-          list = [...list, { id: e.id, event: e.event as EventType, data: e.data, raw: e.raw, t_ms: t, exact: known !== undefined }];
+          list = [...list, { id: eventId, event: e.event, data: e.data, raw: rawFrame(e), t_ms: t, exact: known !== undefined }];
           if (known === undefined) timesLater();
           soon();
         }

@@ -3,10 +3,26 @@
 // event with its time, chunks compact, the result or error highlighted, the raw SSE frames, and a strip
 // with a tick per chunk on the stream's time axis.
 import { useEffect, useState, type FormEvent } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href, navigate } from '../router';
 import { EmptyState, Json, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
-import { ago, compact, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, tLabel, useNow, usePoll, useWidth, type Invocation, type Page } from './invocation-common';
+import {
+  ago,
+  compact,
+  dur,
+  elapsed,
+  fullTime,
+  isRunning,
+  LiveDot,
+  mb,
+  ModeTag,
+  tLabel,
+  useNow,
+  usePoll,
+  useWidth,
+  type Invocation,
+} from './invocation-common';
 import { useFollow, type LiveEvent } from './stream-follow';
 import './invocations.css';
 
@@ -25,13 +41,13 @@ function StreamList() {
   useEffect(() => {
     let live = true;
     Promise.all([
-      api.v1<Page<Invocation>>('GET', '/v1/invocations?status=running&limit=200'),
-      api.v1<Page<Invocation>>('GET', '/v1/invocations?limit=300'),
+      api.client.call(operations.listInvocations, { query: { status: 'running', limit: '200' } }),
+      api.client.call(operations.listInvocations, { query: { limit: '300' } }),
     ]).then(
       ([running, recent]) => {
         if (!live) return;
         const seen = new Set<string>();
-        const all = [...running.body.data, ...recent.body.data].filter((i) => i.mode === 'stream' && !seen.has(i.id) && (seen.add(i.id), true));
+        const all = [...running.data, ...recent.data].filter((i) => i.mode === 'stream' && !seen.has(i.id) && (seen.add(i.id), true));
         all.sort((a, b) => Number(isRunning(b)) - Number(isRunning(a)) || Date.parse(b.created_at) - Date.parse(a.created_at));
         setRows(all);
         setError(null);
@@ -53,7 +69,9 @@ function StreamList() {
       <PageHeader title="Live streams">
         <FollowById />
       </PageHeader>
-      <p className="muted inv-intro">Pick a streamed invocation to watch its events arrive, or replay the events of one that has ended. This list refreshes itself.</p>
+      <p className="muted inv-intro">
+        Pick a streamed invocation to watch its events arrive, or replay the events of one that has ended. This list refreshes itself.
+      </p>
       {error !== null && <ProblemNotice error={error} title="Could not load the streamed invocations" />}
       {rows === null && error === null && <Loading />}
       {rows !== null && rows.length === 0 && (
@@ -67,11 +85,19 @@ function StreamList() {
           <h2 className="inv-section-title">
             Running now <span className="muted">({running.length})</span>
           </h2>
-          {running.length ? <StreamRows rows={running} now={now} testid="streams-running" /> : <p className="muted inv-none">Nothing is streaming right now.</p>}
+          {running.length ? (
+            <StreamRows rows={running} now={now} testid="streams-running" />
+          ) : (
+            <p className="muted inv-none">Nothing is streaming right now.</p>
+          )}
           <h2 className="inv-section-title">
             Recent <span className="muted">({done.length})</span>
           </h2>
-          {done.length ? <StreamRows rows={done} now={now} testid="streams-recent" /> : <p className="muted inv-none">None has finished yet.</p>}
+          {done.length ? (
+            <StreamRows rows={done} now={now} testid="streams-recent" />
+          ) : (
+            <p className="muted inv-none">None has finished yet.</p>
+          )}
         </>
       )}
     </div>
@@ -83,7 +109,12 @@ function StreamRows({ rows, now, testid }: { rows: Invocation[]; now: number; te
     <ul className="inv-list inv-list-boxed" data-testid={testid}>
       {rows.map((r) => (
         <li key={r.id}>
-          <a className={`inv-row inv-row-stream${isRunning(r) ? ' inv-row-running' : ''}`} href={href('stream', r.id)} data-testid="stream-row" data-id={r.id}>
+          <a
+            className={`inv-row inv-row-stream${isRunning(r) ? ' inv-row-running' : ''}`}
+            href={href('stream', r.id)}
+            data-testid="stream-row"
+            data-id={r.id}
+          >
             <span className="inv-col-outcome">
               <OutcomeBadge outcome={r.outcome} status={r.status} />
               {isRunning(r) && <LiveDot />}
@@ -98,7 +129,9 @@ function StreamRows({ rows, now, testid }: { rows: Invocation[]; now: number; te
             <span className="inv-col-when" title={fullTime(r.created_at)}>
               {ago(r.created_at, now)}
             </span>
-            <span className="inv-col-dur inv-num">{isRunning(r) ? <span className="inv-going">{dur(elapsed(r, now))}</span> : dur(r.usage?.duration_ms)}</span>
+            <span className="inv-col-dur inv-num">
+              {isRunning(r) ? <span className="inv-going">{dur(elapsed(r, now))}</span> : dur(r.usage?.duration_ms)}
+            </span>
             <span className="inv-col-go" aria-hidden="true">
               {isRunning(r) ? 'Watch live →' : 'Replay events →'}
             </span>
@@ -120,7 +153,14 @@ function FollowById() {
       <label className="inv-sr" htmlFor="follow-id">
         Invocation id
       </label>
-      <input id="follow-id" className="inv-input" placeholder="inv_…" value={value} onChange={(e) => setValue(e.target.value)} spellCheck={false} />
+      <input
+        id="follow-id"
+        className="inv-input"
+        placeholder="inv_…"
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        spellCheck={false}
+      />
       <button type="submit" className="inv-btn">
         Follow
       </button>
@@ -144,8 +184,8 @@ function Inspector({ id }: { id: string }) {
   // The record (mode, outcome, usage): at the start and again when the stream ends.
   useEffect(() => {
     let live = true;
-    api.v1<Invocation>('GET', `/v1/invocations/${encodeURIComponent(id)}`).then(
-      (r) => live && setInv(r.body),
+    api.client.call(operations.getInvocation, { params: { id } }).then(
+      (r) => live && setInv(r),
       () => live && setInvFailed(true), // e.g. another tenant's invocation: the events still show
     );
     return () => {
@@ -160,6 +200,8 @@ function Inspector({ id }: { id: string }) {
   const chunks = f.events.filter((e) => e.event === 'chunk');
   const lastT = f.events.at(-1)?.t_ms ?? 0;
   const clock = going && f.live !== false && f.origin !== null && !last ? Math.max(lastT, now - f.origin) : lastT;
+  // The rule takes `{} | null` (from `unknown ?? null`) for this all-optional shape; the compiler needs the assertion.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
   const meta = (start?.data ?? null) as { snippet?: string; version?: number; env?: string | null } | null;
   const title = meta?.snippet ? `${meta.snippet} v${meta.version}` : inv ? `${inv.snippet} v${inv.version}` : 'Stream';
   const texts = chunks.length > 0 && chunks.every((c) => typeof (c.data as { data?: unknown } | null)?.data === 'string');
@@ -184,9 +226,19 @@ function Inspector({ id }: { id: string }) {
       </PageHeader>
 
       <div className="inv-hero" aria-live="polite">
-        <StatePill state={f.state} live={f.live} finished={!!last} />
+        <StatePill state={f.state} live={f.live} finished={!!last} failed={last?.event === 'error' ? errorCode(last) : null} />
         {inv && <ModeTag mode={inv.mode} />}
-        {meta && <span>{meta.env ? <>env <strong>{meta.env}</strong></> : <em className="muted">no env</em>}</span>}
+        {meta && (
+          <span>
+            {meta.env ? (
+              <>
+                env <strong>{meta.env}</strong>
+              </>
+            ) : (
+              <em className="muted">no env</em>
+            )}
+          </span>
+        )}
         <span data-testid="chunk-count">
           <strong>{chunks.length}</strong> {chunks.length === 1 ? 'chunk' : 'chunks'}
         </span>
@@ -199,7 +251,13 @@ function Inspector({ id }: { id: string }) {
 
       {f.state === 'ended' && f.events.length === 0 ? (
         <EmptyState title="No events">
-          {!inv && !invFailed ? 'Looking the invocation up…' : !inv ? 'This invocation has no recorded stream events.' : inv.mode !== 'stream' ? `This invocation ran in ${inv.mode} mode, so it has no stream.` : 'This invocation has no recorded stream events.'}{' '}
+          {!inv && !invFailed
+            ? 'Looking the invocation up…'
+            : !inv
+              ? 'This invocation has no recorded stream events.'
+              : inv.mode !== 'stream'
+                ? `This invocation ran in ${inv.mode} mode, so it has no stream.`
+                : 'This invocation has no recorded stream events.'}{' '}
           <a href={href('invocation', id)}>See the invocation</a>
         </EmptyState>
       ) : (
@@ -240,7 +298,18 @@ function Inspector({ id }: { id: string }) {
   );
 }
 
-function StatePill({ state, live, finished }: { state: string; live: boolean | null; finished: boolean }) {
+/** The code of a stream's closing `error` event (`cancelled`, `timeout`, …). */
+function errorCode(e: LiveEvent): string {
+  const code = (e.data as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'error';
+}
+
+/**
+ * Where the stream is: a run that ended with an `error` event is not shown as a plain (green) end: it says
+ * how it ended (`Cancelled`, `Ended · timeout`).
+ */
+function StatePill({ state, live, finished, failed }: { state: string; live: boolean | null; finished: boolean; failed: string | null }) {
+  const recorded = live === false ? ' · recorded events' : '';
   const [cls, label] =
     state === 'connecting'
       ? ['wait', 'Connecting…']
@@ -248,7 +317,9 @@ function StatePill({ state, live, finished }: { state: string; live: boolean | n
         ? ['bad', 'Disconnected']
         : state === 'open' && !finished
           ? ['live', live === false ? 'Replaying' : 'Live']
-          : ['done', live === false ? 'Ended · recorded events' : 'Ended'];
+          : failed
+            ? ['bad', `${failed === 'cancelled' ? 'Cancelled' : `Ended · ${failed}`}${recorded}`]
+            : ['done', `Ended${recorded}`];
   return (
     <span className={`stream-pill stream-pill-${cls}`} data-testid="stream-state">
       {cls === 'live' && <LiveDot label="live" />}
@@ -288,7 +359,15 @@ function EventTable({ events, waiting }: { events: LiveEvent[]; waiting: number 
               <td>
                 <span className={`stream-ev stream-ev-${e.event}`}>{e.event}</span>
               </td>
-              <td className="inv-num stream-t" data-exact={e.exact} title={e.exact ? 'since the stream started (recorded)' : 'since the stream started (estimated from when it arrived; the recorded time follows)'}>
+              <td
+                className="inv-num stream-t"
+                data-exact={e.exact}
+                title={
+                  e.exact
+                    ? 'since the stream started (recorded)'
+                    : 'since the stream started (estimated from when it arrived; the recorded time follows)'
+                }
+              >
                 +{tLabel(e.t_ms) === '0' ? '0 ms' : tLabel(e.t_ms)}
               </td>
               <td className="stream-data">
@@ -311,7 +390,9 @@ function EventTable({ events, waiting }: { events: LiveEvent[]; waiting: number 
 }
 
 function describe(e: LiveEvent): string {
-  const d = e.data as Record<string, unknown> | null;
+  // start: {snippet, version, env}; error: {code, message} (the stream's event schemas); chunk and result carry any JSON.
+  const d = e.data as
+    (Record<string, unknown> & { snippet?: string; version?: number; env?: string | null; code?: string; message?: string }) | null;
   if (e.event === 'chunk') return compact(d?.data, 200);
   if (e.event === 'start') return `${String(d?.snippet ?? '')} v${String(d?.version ?? '')}${d?.env ? ` (${String(d.env)})` : ''}`;
   if (e.event === 'error') return `${String(d?.code ?? 'error')}: ${String(d?.message ?? '')}`;
@@ -319,7 +400,12 @@ function describe(e: LiveEvent): string {
 }
 
 function Outcome({ event }: { event: LiveEvent }) {
-  const d = (event.data ?? {}) as { output?: unknown; usage?: { duration_ms: number; peak_memory_mb: number; cpu_ms: number } | null; code?: string; message?: string };
+  const d = (event.data ?? {}) as {
+    output?: unknown;
+    usage?: { duration_ms: number; peak_memory_mb: number; cpu_ms: number } | null;
+    code?: string;
+    message?: string;
+  };
   if (event.event === 'error') {
     return (
       <section className="card inv-card inv-card-error" data-testid="stream-error" aria-labelledby="serr-h">

@@ -1,6 +1,8 @@
 // Tenants and caps: the operator's powers production keeps out of band — create a tenant, change its
 // caps, issue it an API key (shown once).
 import { useState, type FormEvent } from 'react';
+import { operations } from '../api';
+import type { CreatedKey, RuntimeLimits, TenantInfo } from '../types';
 import { useApp } from '../context';
 import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
 import { Field, OnceBox } from '../ui/controls';
@@ -8,29 +10,8 @@ import './operator.css';
 
 // ---- the page ---------------------------------------------------------------------------------
 
-interface Caps {
-  timeout_ms: number;
-  max_memory_mb: number;
-  max_cpu_percent: number;
-  max_concurrency: number;
-}
+type Caps = RuntimeLimits;
 type CapField = keyof Caps;
-
-interface TenantInfo {
-  id: string;
-  name: string;
-  caps: Caps;
-  keys: { id: string; prefix: string; created_at: string }[];
-  created_at: string;
-}
-
-interface CreatedKey {
-  id: string;
-  tenant: string;
-  key: string;
-  prefix: string;
-  created_at: string;
-}
 
 const CAP_FIELDS: { field: CapField; label: string; unit: string; hint: string }[] = [
   { field: 'timeout_ms', label: 'Timeout cap', unit: 'ms', hint: 'Bounds a version’s timeout_ms' },
@@ -52,14 +33,14 @@ function humanMs(n: number): string | null {
 
 export function Tenants(_props: { params: string[] }) {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async () => (await api.emu<{ data: TenantInfo[] }>('GET', '/_emu/tenants')).body.data, [api]);
+  const [loaded, reload] = useLoad(async () => (await api.client.call(operations.emuListTenants)).data, [api]);
   return (
     <>
       <PageHeader title="Tenants and caps" />
       <p className="op-intro">
-        The operator's powers: production's operators create tenants, set their caps and issue API keys out of band; in the emulator you play operator
-        (the same as <code>svc-emu tenant</code> and <code>svc-emu key create</code>). A version asking for more than a cap is refused with{' '}
-        <code>limit_exceeds_tenant_cap</code>.
+        The operator's powers: production's operators create tenants, set their caps and issue API keys out of band; in the emulator you
+        play operator (the same as <code>svc-emu tenant</code> and <code>svc-emu key create</code>). A version asking for more than a cap is
+        refused with <code>limit_exceeds_tenant_cap</code>.
       </p>
       <CreateTenant onCreated={reload} />
       <Show loaded={loaded}>
@@ -86,7 +67,11 @@ function CreateTenant({ onCreated }: { onCreated: () => void }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [created, setCreated] = useState<string | null>(null);
-  const problem = !name ? 'Enter a name.' : TENANT_NAME.test(name) ? null : 'Lower-case letters, digits and -, starting with a letter or digit (at most 63).';
+  const problem = !name
+    ? 'Enter a name.'
+    : TENANT_NAME.test(name)
+      ? null
+      : 'Lower-case letters, digits and -, starting with a letter or digit (at most 63).';
 
   async function submit(e: FormEvent) {
     e.preventDefault();
@@ -95,7 +80,7 @@ function CreateTenant({ onCreated }: { onCreated: () => void }) {
     setBusy(true);
     setError(null);
     try {
-      await api.emu('POST', '/_emu/tenants', { name });
+      await api.client.call(operations.emuCreateTenant, { body: { name } });
       setCreated(name);
       setName('');
       setTouched(false);
@@ -156,8 +141,7 @@ function TenantCard({ tenant, onChanged }: { tenant: TenantInfo; onChanged: () =
     setIssuing(true);
     setError(null);
     try {
-      const res = await api.emu<CreatedKey>('POST', `/_emu/tenants/${encodeURIComponent(tenant.name)}/keys`);
-      setIssued(res.body);
+      setIssued(await api.client.call(operations.emuCreateTenantKey, { params: { name: tenant.name } }));
       onChanged();
     } catch (err) {
       setError(err);
@@ -214,7 +198,9 @@ function TenantCard({ tenant, onChanged }: { tenant: TenantInfo; onChanged: () =
           ))}
         </ul>
       )}
-      {issued && <OnceBox title={`New API key for ${issued.tenant}`} value={issued.key} onDismiss={() => setIssued(null)} testid="issued-key" />}
+      {issued && (
+        <OnceBox title={`New API key for ${issued.tenant}`} value={issued.key} onDismiss={() => setIssued(null)} testid="issued-key" />
+      )}
       {error !== null && <ProblemNotice error={error} title="Could not issue a key" />}
     </section>
   );
@@ -243,7 +229,7 @@ function CapsForm({ tenant, onSaved, onEdit }: { tenant: TenantInfo; onSaved: ()
     setError(null);
     try {
       const patch = Object.fromEntries(changed.map(({ field }) => [field, Number(values[field].trim())]));
-      await api.emu('PATCH', `/_emu/tenants/${encodeURIComponent(tenant.name)}/limits`, patch);
+      await api.client.call(operations.emuSetTenantLimits, { params: { name: tenant.name }, body: patch });
       onSaved();
     } catch (err) {
       setError(err);

@@ -1,15 +1,12 @@
 // What `/_emu/terminals` answers, and how an ending is said.
 
-import type { Terminal } from '../api-types';
+import type { Terminal, TerminalAvailability } from '../types';
 
 export type TerminalSession = Terminal;
 export type TerminalTarget = Terminal['target'];
 export type TerminalExit = Pick<Terminal, 'exit_code' | 'signal'>;
 
-export interface Availability {
-  available: boolean;
-  reason: string | null;
-}
+export type Availability = TerminalAvailability;
 
 export interface TerminalList {
   data: TerminalSession[];

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'react';
 import { Terminal as XTerm } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import '@xterm/xterm/css/xterm.css';
-import { ApiProblem, sseEvents } from '../api';
+import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { ProblemNotice } from '../ui/kit';
 import { InputQueue } from './terminal-input';
@@ -15,7 +15,7 @@ import { describeExit, type TerminalExit, type TerminalSession } from './termina
 type Conn = 'connecting' | 'open' | 'ended' | 'lost';
 
 /** A refusal because the terminal has just exited: the exit event says so, not an error notice. */
-const exitedMeanwhile = (err: unknown) => err instanceof ApiProblem && err.code === 'terminal_exited';
+const exitedMeanwhile = (err: unknown) => err instanceof ProblemError && err.code === 'terminal_exited';
 
 export function TermView({
   session,
@@ -47,10 +47,17 @@ export function TermView({
     const el = box.current;
     if (!el) return;
     const initial = latest.current.session;
-    const path = `/_emu/terminals/${encodeURIComponent(initial.id)}`;
+    const params = { id: initial.id };
     const scheme = window.matchMedia(DARK_QUERY);
     const token = (name: string) => getComputedStyle(document.documentElement).getPropertyValue(name);
-    const term = new XTerm({ fontFamily: TERMINAL_FONT, fontSize: 13, lineHeight: 1.15, cursorBlink: true, scrollback: 5000, theme: themeFor(scheme.matches, token) });
+    const term = new XTerm({
+      fontFamily: TERMINAL_FONT,
+      fontSize: 13,
+      lineHeight: 1.15,
+      cursorBlink: true,
+      scrollback: 5000,
+      theme: themeFor(scheme.matches, token),
+    });
     const fit = new FitAddon();
     term.loadAddon(fit);
     term.open(el);
@@ -59,7 +66,7 @@ export function TermView({
 
     const queue = new InputQueue(
       async (data) => {
-        await api.emu('POST', `${path}/input`, { data });
+        await api.client.call(operations.emuTerminalInput, { params, body: { data } });
       },
       (err) => !exitedMeanwhile(err) && setProblem(err),
     );
@@ -82,7 +89,7 @@ export function TermView({
       if (exited || disposed || (term.cols === sent.cols && term.rows === sent.rows)) return;
       const size = { cols: term.cols, rows: term.rows };
       sent = size;
-      api.emu('POST', `${path}/resize`, size).then(
+      api.client.call(operations.emuResizeTerminal, { params, body: size }).then(
         () => !disposed && latest.current.onResize(size),
         (err: unknown) => !exitedMeanwhile(err) && setProblem(err),
       );
@@ -113,16 +120,13 @@ export function TermView({
     setProblem(null);
     void (async () => {
       try {
-        const res = await api.stream(`${path}/output`, { admin: true, signal: ac.signal });
-        if (!res.ok) {
-          const p = (await res.json().catch(() => ({}))) as { code?: string; detail?: string };
-          throw new ApiProblem(res.status, p.code ?? `http_${res.status}`, p.detail ?? `the terminal's output answered ${res.status}`);
-        }
+        // An error answer throws ProblemError (its code and detail shown below the terminal).
+        const events = await api.client.stream(operations.emuTerminalOutput, { params, signal: ac.signal });
         setConn('open');
-        for await (const e of sseEvents(res)) {
-          if (e.event === 'output') term.write((e.data as { data: string }).data);
+        for await (const e of events) {
+          if (e.event === 'output') term.write(e.data.data);
           else if (e.event === 'exit') {
-            const exit = e.data as TerminalExit;
+            const exit: TerminalExit = e.data;
             exited = true;
             queue.close();
             term.options.disableStdin = true;
@@ -166,7 +170,15 @@ export function TermView({
         </div>
       )}
       {problem !== null && <ProblemNotice error={problem} title={conn === 'lost' ? 'Why' : 'The terminal did not take that'} />}
-      <div ref={box} className="term-screen" data-testid="term-screen" data-conn={conn} role="group" aria-label={label} aria-describedby="term-keys" />
+      <div
+        ref={box}
+        className="term-screen"
+        data-testid="term-screen"
+        data-conn={conn}
+        role="group"
+        aria-label={label}
+        aria-describedby="term-keys"
+      />
       <p className="term-keys muted" id="term-keys">
         <kbd>Tab</kbd> completes in the shell · <kbd>Shift</kbd>+<kbd>Esc</kbd> leaves the terminal
       </p>

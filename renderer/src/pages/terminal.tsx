@@ -3,7 +3,7 @@
 // emulator) or in the Lima VM where there is one. Shells outlive the page: coming back reconnects and
 // replays what they printed. One tab per shell; the shown one holds the only output connection.
 import { useCallback, useEffect, useRef, useState, type KeyboardEvent } from 'react';
-import { ApiProblem } from '../api';
+import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { EmptyState, Loading, PageHeader, ProblemNotice } from '../ui/kit';
 import { baseName, describeExit, type TerminalExit, type TerminalList, type TerminalSession, type TerminalTarget } from './terminal-data';
@@ -45,8 +45,7 @@ export function Terminal(_props: { params: string[] }) {
 
   const load = useCallback(async () => {
     try {
-      const r = await api.emu<TerminalList>('GET', '/_emu/terminals');
-      setList(r.body);
+      setList(await api.client.call(operations.emuListTerminals));
       setLoadError(null);
     } catch (err) {
       setLoadError(err);
@@ -74,9 +73,9 @@ export function Terminal(_props: { params: string[] }) {
     setBusy(target);
     setActionError(null);
     try {
-      const r = await api.emu<TerminalSession>('POST', '/_emu/terminals', { target });
-      setList((l) => (l ? { ...l, data: [...l.data.filter((s) => s.id !== r.body.id), r.body] } : l));
-      select(r.body.id);
+      const r = await api.client.call(operations.emuOpenTerminal, { body: { target } });
+      setList((l) => (l ? { ...l, data: [...l.data.filter((s) => s.id !== r.id), r] } : l));
+      select(r.id);
     } catch (err) {
       setActionError(err);
     } finally {
@@ -90,9 +89,9 @@ export function Terminal(_props: { params: string[] }) {
     const i = sessions.findIndex((x) => x.id === s.id);
     const next = sessions[i + 1] ?? sessions[i - 1] ?? null;
     try {
-      await api.emu('DELETE', `/_emu/terminals/${encodeURIComponent(s.id)}`);
+      await api.client.call(operations.emuCloseTerminal, { params: { id: s.id } });
     } catch (err) {
-      if (!(err instanceof ApiProblem && err.status === 404)) setActionError(err); // already gone: fine
+      if (!(err instanceof ProblemError && err.status === 404)) setActionError(err); // already gone: fine
     } finally {
       setBusy(null);
     }
@@ -102,7 +101,9 @@ export function Terminal(_props: { params: string[] }) {
   }
 
   const onExit = useCallback((id: string, exit: TerminalExit) => {
-    setList((l) => (l ? { ...l, data: l.data.map((s) => (s.id === id && s.status === 'running' ? { ...s, ...exit, status: 'exited' } : s)) } : l));
+    setList((l) =>
+      l ? { ...l, data: l.data.map((s) => (s.id === id && s.status === 'running' ? { ...s, ...exit, status: 'exited' } : s)) } : l,
+    );
   }, []);
   const onResize = useCallback((id: string, size: { cols: number; rows: number }) => {
     setList((l) => (l ? { ...l, data: l.data.map((s) => (s.id === id ? { ...s, ...size } : s)) } : l));
@@ -112,7 +113,8 @@ export function Terminal(_props: { params: string[] }) {
   const onTabKey = (e: KeyboardEvent<HTMLDivElement>) => {
     if (!shown) return;
     const i = sessions.findIndex((s) => s.id === shown.id);
-    const to = e.key === 'ArrowRight' ? i + 1 : e.key === 'ArrowLeft' ? i - 1 : e.key === 'Home' ? 0 : e.key === 'End' ? sessions.length - 1 : null;
+    const to =
+      e.key === 'ArrowRight' ? i + 1 : e.key === 'ArrowLeft' ? i - 1 : e.key === 'Home' ? 0 : e.key === 'End' ? sessions.length - 1 : null;
     if (to === null) return;
     e.preventDefault();
     const target = sessions[(to + sessions.length) % sessions.length];
@@ -122,7 +124,7 @@ export function Terminal(_props: { params: string[] }) {
   };
 
   if (loadError !== null && !list) {
-    const off = loadError instanceof ApiProblem && loadError.code === 'terminal_disabled';
+    const off = loadError instanceof ProblemError && loadError.code === 'terminal_disabled';
     return (
       <div className="term-page">
         <PageHeader title="Terminal" />
@@ -148,7 +150,13 @@ export function Terminal(_props: { params: string[] }) {
   return (
     <div className="term-page">
       <PageHeader title="Terminal">
-        <button type="button" className="op-btn op-primary" data-testid="open-workspace" disabled={busy !== null || full || !list.targets.workspace.available} onClick={() => void openShell('workspace')}>
+        <button
+          type="button"
+          className="op-btn op-primary"
+          data-testid="open-workspace"
+          disabled={busy !== null || full || !list.targets.workspace.available}
+          onClick={() => void openShell('workspace')}
+        >
           {busy === 'workspace' ? 'Opening…' : 'New workspace shell'}
         </button>
         <button
@@ -164,7 +172,8 @@ export function Terminal(_props: { params: string[] }) {
       </PageHeader>
       <p className="op-intro term-intro">
         A shell on the emulator’s machine, in <code>{where}</code>, with <code>SVC_EMU_URL</code> and <code>SVC_EMU_DATA_DIR</code> set so{' '}
-        <code>npx svc-emu …</code> in it talks to this emulator. Shells keep running when you leave this page and end when you close them or the emulator stops.
+        <code>npx svc-emu …</code> in it talks to this emulator. Shells keep running when you leave this page and end when you close them or
+        the emulator stops.
       </p>
       {!vm.available && vm.reason && (
         <p className="term-note" id="term-vm-reason" data-testid="vm-reason">
@@ -203,7 +212,9 @@ export function Terminal(_props: { params: string[] }) {
                 >
                   <span className={`term-dot term-dot-${s.status}`} aria-hidden="true" />
                   {labels.get(s.id)}
-                  <span className="term-tab-sub">{s.status === 'running' ? baseName(s.shell.split(' ')[0] ?? s.shell) : describeExit(s)}</span>
+                  <span className="term-tab-sub">
+                    {s.status === 'running' ? baseName(s.shell.split(' ')[0] ?? s.shell) : describeExit(s)}
+                  </span>
                 </button>
               );
             })}
@@ -220,7 +231,13 @@ export function Terminal(_props: { params: string[] }) {
                     <span className={shown.exit_code === 0 ? 'term-exit-ok' : 'term-exit-bad'}>{describeExit(shown)}</span>
                   )}
                 </span>
-                <button type="button" className="op-btn op-small" data-testid="term-close" disabled={busy === 'close'} onClick={() => void close(shown)}>
+                <button
+                  type="button"
+                  className="op-btn op-small"
+                  data-testid="term-close"
+                  disabled={busy === 'close'}
+                  onClick={() => void close(shown)}
+                >
                   {shown.status === 'running' ? 'Close (ends the shell)' : 'Close'}
                 </button>
               </div>

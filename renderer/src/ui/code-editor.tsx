@@ -28,11 +28,17 @@ const theme = EditorView.theme({
 
 /** Syntax colours by meaning, each a custom property set for both schemes. */
 const highlight = HighlightStyle.define([
-  { tag: [t.keyword, t.controlKeyword, t.moduleKeyword, t.operatorKeyword, t.definitionKeyword, t.modifier, t.self], color: 'var(--code-keyword)' },
+  {
+    tag: [t.keyword, t.controlKeyword, t.moduleKeyword, t.operatorKeyword, t.definitionKeyword, t.modifier, t.self],
+    color: 'var(--code-keyword)',
+  },
   { tag: [t.string, t.special(t.string), t.regexp, t.escape, t.character], color: 'var(--code-string)' },
   { tag: [t.number, t.bool, t.null, t.atom], color: 'var(--code-number)' },
   { tag: [t.comment, t.lineComment, t.blockComment, t.docComment], color: 'var(--code-comment)', fontStyle: 'italic' },
-  { tag: [t.function(t.variableName), t.function(t.propertyName), t.function(t.definition(t.variableName))], color: 'var(--code-function)' },
+  {
+    tag: [t.function(t.variableName), t.function(t.propertyName), t.function(t.definition(t.variableName))],
+    color: 'var(--code-function)',
+  },
   { tag: [t.typeName, t.className, t.namespace, t.standard(t.variableName)], color: 'var(--code-type)' },
   { tag: [t.propertyName, t.definition(t.propertyName)], color: 'var(--code-property)' },
   { tag: [t.meta, t.annotation, t.processingInstruction], color: 'var(--code-meta)' },

@@ -40,7 +40,7 @@ export function Field({
 export function CopyButton({ text, label = 'Copy', testid }: { text: string; label?: string; testid?: string }) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
   async function copy() {
-    let ok = false;
+    let ok: boolean;
     try {
       await navigator.clipboard.writeText(text);
       ok = true;
@@ -105,7 +105,8 @@ export function ConfirmButton({
         autoFocus
         onClick={() => {
           setBusy(true);
-          onConfirm().finally(() => {
+          // Each caller's onConfirm catches and shows its own failure; the button only leaves its busy state.
+          void onConfirm().finally(() => {
             setBusy(false);
             setAsking(false);
           });

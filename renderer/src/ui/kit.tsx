@@ -1,6 +1,6 @@
 // Small shared pieces of the GUI: loading data, showing problems, outcomes and JSON, empty states.
 import { useCallback, useEffect, useState, type ReactNode } from 'react';
-import { ApiProblem } from '../api';
+import { ProblemError } from '../api';
 
 export type Loaded<T> = { state: 'loading' } | { state: 'error'; error: unknown } | { state: 'ok'; data: T };
 
@@ -52,7 +52,7 @@ export function Loading({ label = 'Loading…', minHeight }: { label?: string; m
 }
 
 export function describeError(error: unknown): string {
-  if (error instanceof ApiProblem) return `${error.detail} (${error.status} ${error.code})`;
+  if (error instanceof ProblemError) return `${error.detail} (${error.status} ${error.code})`;
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -62,7 +62,7 @@ export function ProblemNotice({ error, title = 'That did not work' }: { error: u
     <div className="notice" role="alert">
       <strong>{title}</strong>
       <p>{describeError(error)}</p>
-      {error instanceof ApiProblem && error.errors.length > 0 && (
+      {error instanceof ProblemError && error.errors.length > 0 && (
         <ul>
           {error.errors.map((e) => (
             <li key={e.location + e.message}>

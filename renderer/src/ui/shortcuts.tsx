@@ -167,7 +167,10 @@ export function ShortcutsHelp({ open, onClose, shortcuts }: { open: boolean; onC
             </tr>
           </tbody>
         </table>
-        <p className="help-note">Shortcuts wait while you type in a field, the code view or the terminal. Tab moves through the page; the first Tab offers “Skip to content”.</p>
+        <p className="help-note">
+          Shortcuts wait while you type in a field, the code view or the terminal. Tab moves through the page; the first Tab offers “Skip to
+          content”.
+        </p>
       </div>
     </dialog>
   );

@@ -8,14 +8,19 @@ import type { InvocationView } from '../../services/invocations';
 
 type StreamRequest = Omit<InvokeRequest, 'mode' | 'signal' | 'onChunk' | 'onStart'>;
 
-/** The headers naming the run, on every invoke response (API.md). */
+/** The headers naming the run, on every invoke response (docs/contract.md, "Invoke"). */
 export const runHeaders = (v: Pick<InvocationRecord, 'id' | 'version' | 'env'>) => ({
   'X-Invocation-Id': v.id,
   'X-Snippet-Version': String(v.version),
   'X-Snippet-Env': v.env ?? 'none',
 });
 
-const startData = (r: Pick<InvocationRecord, 'id' | 'snippet' | 'version' | 'env'>) => ({ invocation_id: r.id, snippet: r.snippet, version: r.version, env: r.env });
+const startData = (r: Pick<InvocationRecord, 'id' | 'snippet' | 'version' | 'env'>) => ({
+  invocation_id: r.id,
+  snippet: r.snippet,
+  version: r.version,
+  env: r.env,
+});
 const lastEvent = (v: InvocationView): ['result' | 'error', unknown] =>
   v.outcome === 'success'
     ? ['result', { output: v.output, usage: v.usage }]
@@ -54,16 +59,18 @@ export async function streamInvocation(services: Services, ctx: Context, req: St
   const first = await Promise.race([start.then((rec) => ({ rec })), run.then((done) => ({ done }))]);
   if ('done' in first) return replay(services, first.done.record); // an Idempotency-Key repeat: nothing ran
 
-  void run.then(
-    async ({ record }) => {
-      const [event, data] = lastEvent(await services.invocations.view(record));
-      streams.emit(id, event, data);
-    },
-    () => streams.emit(id, 'error', { code: 'failed', message: 'the emulator failed to record this invocation', invocation_id: id }),
-  ).finally(() => {
-    ended = true;
-    return streams.close(id);
-  });
+  void run
+    .then(
+      async ({ record }) => {
+        const [event, data] = lastEvent(await services.invocations.view(record));
+        streams.emit(id, event, data);
+      },
+      () => streams.emit(id, 'error', { code: 'failed', message: 'the emulator failed to record this invocation', invocation_id: id }),
+    )
+    .finally(() => {
+      ended = true;
+      return streams.close(id);
+    });
   return { status: 200, body: body!.stream, headers: { ...SSE_HEADERS, ...runHeaders(first.rec) } };
 }
 

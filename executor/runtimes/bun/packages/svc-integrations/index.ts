@@ -48,7 +48,8 @@ export interface IntegrationResponse<T = unknown> {
 
 export const integrations = {
   async call<T = unknown>(name: string, request: IntegrationRequest): Promise<IntegrationResponse<T>> {
-    if (!request || typeof request !== 'object') throw new TypeError('integrations.call(name, { method, path, … }): the request is missing');
+    if (!request || typeof request !== 'object')
+      throw new TypeError('integrations.call(name, { method, path, … }): the request is missing');
     const args: Record<string, unknown> = { name, method: request.method, path: request.path };
     if (request.query !== undefined) args.query = request.query;
     if (request.headers !== undefined) args.headers = request.headers;

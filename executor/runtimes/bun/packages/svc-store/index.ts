@@ -46,7 +46,14 @@ export const store = {
   /** Stores any JSON value under `key`. */
   async set(key: string, value: unknown, options: SetOptions = {}): Promise<void> {
     const args: Record<string, unknown> = { key, value };
-    if (options.ttlSeconds !== undefined && options.ttlSeconds !== null) args.ttl_seconds = options.ttlSeconds;
+    const ttl = options.ttlSeconds as unknown;
+    if (typeof ttl === 'number' && !Number.isFinite(ttl)) {
+      // JSON has no NaN or Infinity (they would arrive as null, "no TTL"): refused here, in the host's words.
+      const err = new Error(`store.set.ttl_seconds: must be an integer (got ${ttl})`) as HostCallError;
+      err.code = 'validation_failed';
+      throw err;
+    }
+    if (ttl !== undefined && ttl !== null) args.ttl_seconds = ttl;
     await host().call('store.set', args);
   },
 

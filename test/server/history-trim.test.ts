@@ -1,0 +1,99 @@
+/**
+ * The invocation history is bounded per tenant (server/services/invocations.ts, trimHistory): at each new
+ * record the tenant's oldest finished records go until it holds `historyLimit`; a record still running or
+ * queued, or one whose callback is still pending, stays (the history is then over the bound until it ends);
+ * other tenants' records are never touched. The trim works in place on the live document.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Repository } from '../../server/storage/repository';
+import { BlobStore } from '../../server/storage/blobs';
+import { aesGcmSecretBox } from '../../server/crypto/secret-box';
+import { InvocationService, type NewInvocation } from '../../server/services/invocations';
+import type { CoreDeps } from '../../server/core-deps';
+import type { ExecutionResult } from '../../executor';
+
+let dir: string;
+let deps: CoreDeps;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'svc-emu-history-'));
+  deps = {
+    repo: await Repository.open(join(dir, 'db.json')),
+    blobs: new BlobStore(join(dir, 'blobs')),
+    secretBox: aesGcmSecretBox(randomBytes(32)),
+    clock: () => new Date('2026-03-01T12:00:00.000Z'),
+  };
+});
+afterEach(async () => {
+  await deps.repo.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const fields = (tenant: string, callbackUrl?: string): NewInvocation => ({
+  tenant_id: tenant,
+  snippet_id: 'snp_1',
+  snippet: 'hello',
+  version: 1,
+  env: null,
+  mode: callbackUrl ? 'async' : 'sync',
+  limits: { timeout_ms: 1000, max_memory_mb: 64, max_cpu_percent: 10 },
+  overridden: false,
+  parity: { status: 'full', reasons: [] },
+  idempotency_key: null,
+  ...(callbackUrl ? { callbackUrl } : {}),
+});
+
+const ok: ExecutionResult = {
+  outcome: 'success',
+  output: { ok: true },
+  usage: { duration_ms: 1, init_ms: 0, cpu_ms: 0, cpu_throttled_ms: 0, peak_memory_mb: 1 },
+  timeline: [],
+  logs: '',
+  logs_truncated: false,
+  parity: { status: 'full', reasons: [] },
+  warm: true,
+};
+
+async function run(svc: InvocationService, tenant: string, opts: { finish?: boolean; callbackUrl?: string } = {}): Promise<string> {
+  const { record } = await svc.create(fields(tenant, opts.callbackUrl), { status: 'running', durable: false });
+  if (opts.finish ?? true) await svc.finish(record.id, ok);
+  return record.id;
+}
+
+const ids = (tenant: string) => deps.repo.read((db) => db.invocations.filter((i) => i.tenant_id === tenant).map((i) => i.id));
+
+describe('invocation history bound', () => {
+  it('keeps the newest `historyLimit` finished records of the tenant, oldest going first', async () => {
+    const svc = new InvocationService(deps, 3);
+    const made: string[] = [];
+    for (let i = 0; i < 6; i++) made.push(await run(svc, 'ten_a'));
+    // The trim runs as a record is created: the 6th creation left the 3 newest (the 6th still running then).
+    expect(ids('ten_a')).toEqual(made.slice(3));
+  });
+
+  it('never drops a record that has not finished or whose callback is pending, nor another tenant’s', async () => {
+    const svc = new InvocationService(deps, 2);
+    const other = [await run(svc, 'ten_b'), await run(svc, 'ten_b')];
+    const running = await run(svc, 'ten_a', { finish: false });
+    const pending = await run(svc, 'ten_a', { callbackUrl: 'http://127.0.0.1:9/hook' });
+    const a = await run(svc, 'ten_a');
+    const b = await run(svc, 'ten_a');
+    // Over the bound by what cannot go: the running one and the one whose callback waits; the finished a went.
+    expect(ids('ten_a')).toEqual([running, pending, b]);
+    expect(ids('ten_b')).toEqual(other);
+    expect(ids('ten_a')).not.toContain(a);
+  });
+
+  it('drops several at once when the history is over by more than one (a lowered limit)', async () => {
+    const made: string[] = [];
+    const wide = new InvocationService(deps, 10);
+    for (let i = 0; i < 6; i++) made.push(await run(wide, 'ten_a'));
+    const narrow = new InvocationService(deps, 3);
+    const next = await run(narrow, 'ten_a');
+    expect(ids('ten_a')).toEqual([...made.slice(4), next]);
+  });
+});
