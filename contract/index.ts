@@ -13,6 +13,7 @@ import * as inbox from './emu/inbox';
 import * as egress from './emu/egress';
 import * as terminals from './emu/terminals';
 import * as vm from './emu/vm';
+import * as events from './emu/events';
 
 /** Only the Operations of a module (a module may also export schemas and helpers). */
 type OperationsOf<M> = { [K in keyof M as M[K] extends { operationId: string; method: string } ? K : never]: M[K] };
@@ -32,6 +33,7 @@ export const operations = {
   ...pick(egress),
   ...pick(terminals),
   ...pick(vm),
+  ...pick(events),
 };
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
@@ -50,3 +52,5 @@ export * from './schemas/inbox';
 export * from './schemas/egress';
 export * from './schemas/terminal';
 export * from './schemas/vm';
+export * from './schemas/events';
+export * from './schemas/agent';
