@@ -37,6 +37,13 @@ export const ProviderToolCall = z.object({
   id: z.string().nullable(),
   name: z.string(),
   arguments: z.string().meta({ description: 'As the model sent them (JSON text, possibly partial when the call was cut).' }),
+  result: z
+    .string()
+    .nullable()
+    .meta({
+      description:
+        'What the tool answered, as a later request of the same run carried it back to the model (a `tool` message or a `function_call_output` item); null when none did.',
+    }),
 });
 
 export const ProviderCall = z
@@ -55,6 +62,10 @@ export const ProviderCall = z
     tool_calls: z.array(ProviderToolCall),
     usage: z.object({ prompt_tokens: z.number().int(), completion_tokens: z.number().int(), total_tokens: z.number().int() }).nullable(),
     truncated: z.boolean().meta({ description: 'The exchange was larger than what the egress log keeps.' }),
+    error: z
+      .string()
+      .nullable()
+      .meta({ description: 'The provider’s own error message, when it answered with an error status (or a fault rule did).' }),
   })
   .meta({ id: 'ProviderCall' });
 
@@ -73,4 +84,5 @@ export const AgentRun = z
 export type AgentStep = z.infer<typeof AgentStep>;
 export type AgentGraph = z.infer<typeof AgentGraph>;
 export type ProviderCall = z.infer<typeof ProviderCall>;
+export type ProviderToolCall = z.infer<typeof ProviderToolCall>;
 export type AgentRun = z.infer<typeof AgentRun>;
