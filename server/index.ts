@@ -24,6 +24,7 @@ import { ExecutorSlot } from './executor-slot';
 import { terminalAccess } from './terminal/setup';
 import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
+import { EventBus } from './events/bus';
 
 export type { EmulatorConfig } from './config';
 export { DataDirError, DataDirInUseError } from './errors';
@@ -42,6 +43,8 @@ export interface RunningEmulator {
   firstStart: boolean;
   dataDir: string;
   services: Services;
+  /** Every change as it happens (the same events as GET /_emu/events): subscribe for terminal lines and tests. */
+  events: EventBus;
   /** Sweeps what dead cores left (temp files, limit groups) at start and every `housekeepingMs`; emits `swept`. */
   housekeeping: Housekeeper;
   stop(): Promise<void>;
@@ -63,7 +66,11 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {});
   };
   try {
-    const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock });
+    // One bus per core: services publish every change on it (docs/architecture.md, "The event bus").
+    const events = new EventBus(input.clock ?? (() => new Date()), (err) =>
+      logger.log('warn', 'an event listener threw and was dropped', { error: String(err) }),
+    );
+    const { deps } = await openState(config.dataDir, { secretKeyProvider: input.secretKeyProvider, clock: input.clock, events });
     const quarantined = deps.repo.quarantined;
     if (quarantined) {
       // Loud on purpose: the core starts, but without what is listed here (doctor and the Parity page list it too).
@@ -189,6 +196,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       : null;
     const services: Services = {
       ...domain,
+      events,
       executor,
       facts: {
         version: EMULATOR_VERSION,
@@ -296,6 +304,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       firstStart: local.created,
       dataDir: paths.root,
       services,
+      events,
       housekeeping,
       stop: () => (stopping ??= runCleanup().then(() => logger.log('info', 'emulator stopped', {}))),
     };

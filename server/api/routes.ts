@@ -8,6 +8,7 @@ import { inboxRoutes } from './inbox';
 import { egressRoutes } from './egress';
 import { terminalRoutes } from './terminal';
 import { vmRoutes } from './vm';
+import { eventRoutes } from './events';
 
 export const allRoutes: RouteDef[] = [
   ...metaRoutes,
@@ -19,4 +20,5 @@ export const allRoutes: RouteDef[] = [
   ...egressRoutes,
   ...terminalRoutes,
   ...vmRoutes,
+  ...eventRoutes,
 ];

@@ -36,7 +36,7 @@ export class SseBody {
   }
 
   /** Any other named event (e.g. a terminal's `output` and `exit`). */
-  sendFrame(event: string, data: unknown, id?: number): void {
+  sendFrame(event: string, data: unknown, id?: number | string): void {
     this.write(`${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 

@@ -19,6 +19,7 @@ import type { Logger } from '../logger';
 import type { Executor, LimaManager } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
 import type { TerminalAccess } from '../terminal/sessions';
+import type { EventBus } from '../events/bus';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {
@@ -53,6 +54,8 @@ export interface DomainServices {
 
 /** What the routes are handed: the domain's services and the process's parts, all built before it (server/index.ts). */
 export interface Services extends DomainServices {
+  /** The core's event bus (the same as `deps.events`): GET /_emu/events reads it. */
+  readonly events: EventBus;
   readonly executor: Executor;
   readonly facts: EmulatorFacts;
   /** The watched workspace (null when the core runs without one). */

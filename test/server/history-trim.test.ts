@@ -14,6 +14,7 @@ import { BlobStore } from '../../server/storage/blobs';
 import { aesGcmSecretBox } from '../../server/crypto/secret-box';
 import { InvocationService, type NewInvocation } from '../../server/services/invocations';
 import type { CoreDeps } from '../../server/core-deps';
+import { EventBus } from '../../server/events/bus';
 import type { ExecutionResult } from '../../executor';
 
 let dir: string;
@@ -26,6 +27,7 @@ beforeEach(async () => {
     blobs: new BlobStore(join(dir, 'blobs')),
     secretBox: aesGcmSecretBox(randomBytes(32)),
     clock: () => new Date('2026-03-01T12:00:00.000Z'),
+    events: new EventBus(() => new Date()),
   };
 });
 afterEach(async () => {

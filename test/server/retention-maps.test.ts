@@ -12,6 +12,7 @@ import type { InvokeService } from '../../server/services/invoke';
 import type { InvocationService } from '../../server/services/invocations';
 import type { TenantService } from '../../server/services/tenants';
 import type { CoreDeps } from '../../server/core-deps';
+import { EventBus } from '../../server/events/bus';
 import type { InvocationRecord } from '../../server/storage/schema';
 
 const sizeOf = (o: object, field: string) => (o as unknown as Record<string, Map<string, unknown>>)[field]!.size;
@@ -64,6 +65,7 @@ describe('CallbackService', () => {
     const db = { invocations: [rec] };
     const deps = {
       clock: () => now,
+      events: new EventBus(() => now),
       repo: { read: <T>(fn: (d: typeof db) => T) => fn(db), mutateRecords: async <T>(fn: (d: typeof db) => T) => fn(db) },
     } as unknown as CoreDeps;
     const invocations = { byId: () => rec, find: () => rec, view: async () => ({ id: rec.id }) } as unknown as InvocationService;

@@ -13,6 +13,7 @@ import { DomainError } from '../../server/domain/errors';
 import { problemOfDomainError } from '../../server/http/problem';
 import { sha256Hex } from '../../server/ids';
 import type { CoreDeps } from '../../server/core-deps';
+import { EventBus } from '../../server/events/bus';
 import type { DbData, TenantRecord } from '../../server/storage/schema';
 
 let dir: string;
@@ -39,6 +40,7 @@ beforeEach(async () => {
     blobs: new BlobStore(blobDir),
     secretBox: aesGcmSecretBox(randomBytes(32)),
     clock: () => new Date(now),
+    events: new EventBus(() => new Date()),
   };
   store = new StoreService(deps);
   const tenants = new TenantService(deps);
