@@ -52,6 +52,9 @@ export const FolderStatus = z
         'A save that failed: the previous version keeps serving. Or a new version that failed to start (its module ' +
         'threw or ran out of memory while loading, found when the loader started its sandbox): it is deployed, and its runs fail the same way.',
     }),
+    load_ms: z.number().nullable().optional().meta({
+      description: 'How long the load that made this status took (read, validate/compile, store, deploy), for loaded and unchanged.',
+    }),
     notes: z.array(z.string()),
     skipped: z.array(SkippedEntry).meta({
       description:

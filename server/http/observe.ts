@@ -6,7 +6,7 @@ import type { Metrics } from './metrics';
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * Request id (the caller's `X-Request-Id` when it is a sane token, else ours), one JSON log line per
+ * Request id (the caller's `X-Request-Id` when it is a sane token, else ours), one debug log line per
  * request and the HTTP metrics. Logs carry the route template, never bodies, headers or query values.
  */
 export function observeMiddleware(logger: Logger, metrics: Metrics, now: () => number = () => performance.now()): Middleware {
@@ -23,7 +23,8 @@ export function observeMiddleware(logger: Logger, metrics: Metrics, now: () => n
       // Never the raw path: it may carry names, and distinct paths would grow the metrics without bound.
       const route = (ctx.state.routeTemplate as string | undefined) ?? '(unmatched)';
       metrics.observeRequest(ctx.method, route, ctx.status, ms / 1000);
-      logger.log(ctx.status >= 500 ? 'error' : 'info', 'request', {
+      // Requests are detail: shown with `--log-level debug` (a 5xx is an error of ours, shown always).
+      logger.log(ctx.status >= 500 ? 'error' : 'debug', 'request', {
         request_id: requestId,
         method: ctx.method,
         route,

@@ -360,6 +360,7 @@ export class WorkspaceLoader {
 
   private async loadOnce(folder: string): Promise<void> {
     const generation = this.generation.get(folder) ?? 0;
+    const began = performance.now(); // the terminal's `compiled … in N ms` (server/terminal-lines.ts)
     const read = await readSnippetFolder(join(this.snippetsDir, folder), folder, this.root, this.limits);
     if (read.kind === 'not_folder') this.topSkipped.set(folder, read.entry);
     else this.topSkipped.delete(folder);
@@ -440,6 +441,7 @@ export class WorkspaceLoader {
         version: version.version,
         deployed: targets,
         error: null,
+        load_ms: Math.round((performance.now() - began) * 10) / 10,
         notes,
         skipped,
       });
