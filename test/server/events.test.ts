@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { parseSse, type SseEvent } from '../../contract/sse';
 import type { EmuEvent } from '../../contract/schemas/events';
+import { followEvents } from '../../contract/events-client';
 
 /**
  * The live event feed, GET /_emu/events, on a real core: what a reader gets (replay, reset, filter), that
@@ -163,5 +164,70 @@ describe('GET /_emu/events', () => {
     feed.close();
     const bad = await fetch(`${core.url}/_emu/events?types=Bad Type`, { headers: { authorization: `Bearer ${core.admin}` } });
     expect(bad.status).toBe(400);
+  });
+});
+
+describe('followEvents (contract/events-client.ts)', () => {
+  it('yields typed events and, after a dropped connection, resumes with Last-Event-ID without losing or repeating one', async () => {
+    const ac = new AbortController();
+    const asked: (string | null)[] = [];
+    let connections = 0;
+    // The first connection breaks after its first frame, as a network drop would: the core sees a close.
+    const dropping: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      asked.push(new Headers(init?.headers).get('last-event-id'));
+      if (++connections > 1 || !res.body) return res;
+      const reader = res.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(ctl) {
+          const r = await reader.read();
+          if (r.done) return ctl.close();
+          ctl.enqueue(r.value);
+          if (new TextDecoder().decode(r.value).includes('event: ')) {
+            await reader.cancel();
+            ctl.error(new Error('connection reset'));
+          }
+        },
+      });
+      return new Response(body, { status: res.status, headers: res.headers });
+    };
+    const states: string[] = [];
+    const missed: string[] = [];
+    const got: EmuEvent[] = [];
+    const it = followEvents(
+      { baseUrl: core.url, adminToken: core.admin, fetch: dropping },
+      {
+        types: ['environment.created'],
+        signal: ac.signal,
+        minRetryMs: 50,
+        onState: (s) => {
+          states.push(s.state);
+          // Published while the reader is away: it must still get them, once each.
+          if (s.state === 'retrying' && missed.length === 0)
+            for (const i of [1, 2, 3]) missed.push(core.emu.events.publish('environment.created', { tenant_id: 't_f', env: `gap${i}` }).id);
+        },
+      },
+    );
+    const readAll = (async () => {
+      for await (const e of it) {
+        got.push(e);
+        if (got.length === 5) ac.abort();
+      }
+    })();
+    await until(() => states.includes('open'));
+    const first = core.emu.events.publish('environment.created', { tenant_id: 't_f', env: 'before' });
+    await until(() => missed.length === 3);
+    await until(() => states.filter((s) => s === 'open').length === 2);
+    const last = core.emu.events.publish('environment.created', { tenant_id: 't_f', env: 'after' });
+    await readAll;
+    expect(got.map((e) => e.id)).toEqual([first.id, ...missed, last.id]);
+    expect(got[0]).toMatchObject({ type: 'environment.created', data: { env: 'before' } });
+    expect(asked).toEqual([null, first.id]);
+    await until(() => core.emu.events.listenerCount === baseline);
+  });
+
+  it('throws the refusal when retrying cannot help (a bad token)', async () => {
+    const it = followEvents({ baseUrl: core.url, adminToken: 'emu_wrong' });
+    await expect(it.next()).rejects.toMatchObject({ name: 'ProblemError', status: 401 });
   });
 });
