@@ -65,6 +65,15 @@ export const Invocation = z
   })
   .meta({ id: 'Invocation' });
 
+/** Per-run limit overrides (`X-Emu-Limits`), as a record: only the limits that were overridden. */
+export const LimitOverrides = z
+  .object({
+    timeout_ms: z.number().int().min(1).optional(),
+    max_memory_mb: z.number().int().min(1).optional(),
+    max_cpu_percent: z.number().int().min(1).optional(),
+  })
+  .meta({ id: 'LimitOverrides' });
+
 export const Queued = z
   .object({
     invocation_id: z.string(),
@@ -137,6 +146,12 @@ export const EmuInvocation = Invocation.extend({
   queue_wait_ms: z.number().nullable(),
   logs_truncated: z.boolean(),
   timeline: z.array(TimelineSample),
+  input: z.record(z.string(), z.unknown()).nullable().meta({
+    description:
+      'The input the handler received (async: without `callback_url`), kept for replay, with every tenant secret’s value replaced by `"[secret NAME]"`. Null when it was over 64 KiB of JSON (`input_truncated`) or the run predates stored inputs.',
+  }),
+  input_truncated: z.boolean().meta({ description: 'The input was over 64 KiB of JSON, so it was not kept (`input` is null).' }),
+  overrides: LimitOverrides.nullable().meta({ description: 'The run’s `X-Emu-Limits` overrides (null: none).' }),
 }).meta({ id: 'EmuInvocation' });
 
 export const StreamEventRecord = z

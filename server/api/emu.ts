@@ -27,6 +27,7 @@ export const emuRoutes = [
         queue_wait_ms: rec.queue_wait_ms ?? null,
         logs_truncated: rec.logs_truncated,
         timeline: await services.invocations.timeline(rec),
+        ...(await services.invocations.stored(rec)),
       },
     };
   }),

@@ -1,11 +1,12 @@
 import { notFound } from '../domain/errors';
 import type { z } from 'zod';
 import type { CallbackInfo, Invocation } from '../../contract/schemas/invocations';
-import { newId } from '../ids';
+import { newId, sha256Hex } from '../ids';
 import type { CallbackRecord, DbData, InvocationRecord, TenantRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
 import type { ExecutionResult } from '../../executor';
+import type { StoredInput } from './stored-input';
 
 /** Outputs, logs and timelines up to this size live in db.json; larger ones in blob files. */
 const INLINE_MAX_BYTES = 8 * 1024;
@@ -16,6 +17,9 @@ export type NewInvocation = Pick<
 > & {
   /** Async jobs: the handler's input, kept until the job has run (a restart runs it from here). */
   input?: Record<string, unknown>;
+  /** The input kept for replay (services/stored-input.ts), and the run's X-Emu-Limits overrides. */
+  storedInput?: StoredInput;
+  overrides?: InvocationRecord['overrides'];
   callbackUrl?: string | null;
   parityWarnings?: string[];
 };
@@ -33,6 +37,9 @@ export type InvocationView = z.output<typeof Invocation>;
  * bounded per tenant (the oldest finished records go first, with their blobs collected on restart).
  */
 export class InvocationService {
+  /** Replay copies of inputs still being written, by invocation (sync and stream runs: see `create`). */
+  private readonly storedPuts = new Map<string, Promise<string>>();
+
   constructor(
     private readonly deps: CoreDeps,
     private readonly historyLimit = 1000,
@@ -49,10 +56,18 @@ export class InvocationService {
     input: NewInvocation,
     opts: { status: 'running' | 'queued'; durable: boolean },
   ): Promise<{ record: InvocationRecord; earlier: InvocationRecord | null }> {
-    const { input: handlerInput, callbackUrl, parityWarnings, ...fields } = input;
+    const { input: handlerInput, callbackUrl, parityWarnings, storedInput, overrides, ...fields } = input;
     const inputJson = handlerInput === undefined ? undefined : JSON.stringify(handlerInput);
-    const inputBlob =
-      inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? await this.deps.blobs.put(inputJson) : undefined;
+    // The replay copy is written beside the run: awaited here only for a durable (async) record; a sync or
+    // stream run's `finish` waits for it (`storedPuts`), so its code does not wait for a file's fsync.
+    const storedText = storedInput && 'text' in storedInput ? storedInput.text : undefined;
+    const storedPut = storedText === undefined ? undefined : this.deps.blobs.put(storedText);
+    storedPut?.catch(() => {}); // handled: a repeat with the same Idempotency-Key never names it
+    const [inputBlob, storedBlob] = await Promise.all([
+      inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? this.deps.blobs.put(inputJson) : undefined,
+      // The blob's name is its content's hash; a failed write is read back as "not kept" (`stored`).
+      storedText === undefined ? undefined : opts.durable ? storedPut!.catch(() => undefined) : sha256Hex(storedText),
+    ]);
     const apply = (db: DbData) => {
       if (fields.idempotency_key) {
         const earlier = this.earlierWithKey(db, fields.tenant_id, fields.idempotency_key);
@@ -82,6 +97,13 @@ export class InvocationService {
       };
       if (inputBlob) rec.input_blob = inputBlob;
       else if (inputJson !== undefined) rec.input = JSON.parse(inputJson) as Record<string, unknown>;
+      if (storedBlob) rec.stored_input_blob = storedBlob;
+      if (storedInput && 'truncated' in storedInput) rec.input_truncated = true;
+      if (overrides && Object.keys(overrides).length) rec.overrides = { ...overrides };
+      if (storedPut && !opts.durable) {
+        this.storedPuts.set(id, storedPut);
+        void storedPut.catch(() => {}).finally(() => this.storedPuts.delete(id));
+      }
       db.invocations.push(rec);
       this.trimHistory(db, fields.tenant_id);
       return { record: rec, earlier: null };
@@ -134,6 +156,8 @@ export class InvocationService {
         rec.status = 'failed';
         rec.outcome = 'cancelled';
         rec.error = { code: 'cancelled', message: 'cancelled before it started' };
+        delete rec.input; // the job's own copy (the replay copy stays)
+        delete rec.input_blob;
         rec.finished_at = nowIso(this.deps.clock);
         if (rec.callback) rec.callback.next_attempt_at = rec.finished_at;
         return rec;
@@ -158,6 +182,7 @@ export class InvocationService {
 
   async finish(id: string, result: ExecutionResult, durable = false, queueWaitMs?: number): Promise<InvocationRecord> {
     const { blobs } = this.deps;
+    await this.storedPuts.get(id)?.catch(() => {});
     const big = (text: string | undefined) => text !== undefined && Buffer.byteLength(text) > INLINE_MAX_BYTES;
     const outputJson = result.output === undefined ? undefined : JSON.stringify(result.output);
     const timelineJson = JSON.stringify(result.timeline);
@@ -181,6 +206,9 @@ export class InvocationService {
       rec.timeline_blob = timelineBlob;
       if (!timelineBlob && result.timeline.length) rec.timeline = result.timeline.map((p) => ({ ...p }));
       rec.finished_at = nowIso(this.deps.clock);
+      // An async job's own copy of its input (secrets included) is not needed once it has run: the replay copy stays.
+      delete rec.input;
+      delete rec.input_blob;
       if (queueWaitMs !== undefined) rec.queue_wait_ms = Math.round(queueWaitMs * 1000) / 1000;
       if (rec.callback) rec.callback.next_attempt_at = rec.finished_at; // the first delivery goes at once
       return rec;
@@ -271,13 +299,30 @@ export class InvocationService {
     };
   }
 
+  /** What the record kept for replay: the input (null when not kept), whether it was too large, the overrides. */
+  async stored(rec: InvocationRecord): Promise<{
+    input: Record<string, unknown> | null;
+    input_truncated: boolean;
+    overrides: InvocationRecord['overrides'] | null;
+  }> {
+    let input: Record<string, unknown> | null = null;
+    if (rec.stored_input_blob) {
+      await this.storedPuts.get(rec.id)?.catch(() => {});
+      input = await this.deps.blobs.getText(rec.stored_input_blob).then(
+        (t) => JSON.parse(t) as Record<string, unknown>,
+        () => null, // never written (a crash, a full disk): shown as not kept
+      );
+    }
+    return { input, input_truncated: rec.input_truncated ?? false, overrides: rec.overrides ? { ...rec.overrides } : null };
+  }
+
   async timeline(rec: InvocationRecord): Promise<unknown[]> {
     return rec.timeline_blob ? (JSON.parse(await this.deps.blobs.getText(rec.timeline_blob)) as unknown[]) : (rec.timeline ?? []);
   }
 
   liveBlobs(db: { invocations: readonly InvocationRecord[] }): string[] {
     return db.invocations.flatMap((i) =>
-      [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob].filter((b): b is string => !!b),
+      [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob, i.stored_input_blob].filter((b): b is string => !!b),
     );
   }
 

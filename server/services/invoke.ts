@@ -10,6 +10,7 @@ import type { IntegrationService } from './integrations';
 import type { InvocationService, NewInvocation } from './invocations';
 import { jsonValueProblem, parseHostCall } from './host-calls';
 import { BODY_LIMIT_BYTES } from '../json-text';
+import { storedInputOf } from './stored-input';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -141,12 +142,15 @@ export class InvokeService {
     };
   }
 
-  /** The record fields every mode shares. */
-  newInvocation(req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode'>, resolved: Resolved): NewInvocation {
+  /** The record fields every mode shares (with the input kept for replay, secrets' values redacted). */
+  newInvocation(req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode' | 'input'>, resolved: Resolved): NewInvocation {
+    const secrets = this.secrets.reveal(req.tenant);
     return {
       tenant_id: req.tenant.id,
       snippet_id: resolved.snippet.id,
       snippet: resolved.snippet.name,
+      storedInput: storedInputOf(req.input, secrets),
+      ...(req.overrides && Object.keys(req.overrides).length ? { overrides: { ...req.overrides } } : {}),
       version: resolved.version.version,
       env: resolved.env,
       mode: req.mode,

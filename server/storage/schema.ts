@@ -178,6 +178,18 @@ export const InvocationRecord = z.object({
   /** An async job's input, kept until it has run (small inline, large in a blob). */
   input: z.record(z.string(), z.unknown()).optional(),
   input_blob: blobHash.optional(),
+  /** The input kept for replay (secrets' values redacted, ≤ 64 KiB of JSON: services/stored-input.ts), in a blob. */
+  stored_input_blob: blobHash.optional(),
+  /** The input was over the cap, so none was kept. */
+  input_truncated: z.boolean().optional(),
+  /** The run's X-Emu-Limits overrides, only the limits named there. */
+  overrides: z
+    .object({
+      timeout_ms: z.number().int().optional(),
+      max_memory_mb: z.number().int().optional(),
+      max_cpu_percent: z.number().int().optional(),
+    })
+    .optional(),
   callback: CallbackRecord.nullable(),
   /** Stream mode: every event sent, with its time (a blob; emulator only, for the stream inspector). */
   events_blob: blobHash.optional(),
