@@ -14,6 +14,7 @@ import * as egress from './emu/egress';
 import * as terminals from './emu/terminals';
 import * as vm from './emu/vm';
 import * as events from './emu/events';
+import * as guiSession from './emu/gui-session';
 
 /** Only the Operations of a module (a module may also export schemas and helpers). */
 type OperationsOf<M> = { [K in keyof M as M[K] extends { operationId: string; method: string } ? K : never]: M[K] };
@@ -34,6 +35,7 @@ export const operations = {
   ...pick(terminals),
   ...pick(vm),
   ...pick(events),
+  ...pick(guiSession),
 };
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;

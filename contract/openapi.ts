@@ -152,7 +152,8 @@ export function buildOpenApi(all: readonly Operation[] = Object.values(operation
         adminToken: {
           type: 'http',
           scheme: 'bearer',
-          description: "The emulator's admin token (`emu_…`, from `<data-dir>/emulator.json`).",
+          description:
+            "The emulator's admin token (`emu_…`, from `<data-dir>/emulator.json`; it changes at every start). The GUI's session cookie `svc_emu_session` (set by opening the GUI with `?token=`) is accepted in its place from the GUI's own pages, never on `/v1`.",
         },
       },
     },

@@ -24,6 +24,7 @@ import { ExecutorSlot } from './executor-slot';
 import { terminalAccess } from './terminal/setup';
 import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
+import { GuiSession, SESSION_COOKIE } from './http/gui-session';
 import { EventBus } from './events/bus';
 
 export type { EmulatorConfig } from './config';
@@ -43,6 +44,8 @@ export interface RunningEmulator {
   firstStart: boolean;
   dataDir: string;
   services: Services;
+  /** The GUI's session cookie as it is now (it changes at a rotation): the desktop app sets it on its window. */
+  guiCookie(): { name: string; value: string };
   /** Every change as it happens (the same events as GET /_emu/events): subscribe for terminal lines and tests. */
   events: EventBus;
   /** Sweeps what dead cores left (temp files, limit groups) at start and every `housekeepingMs`; emits `swept`. */
@@ -89,6 +92,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       );
     }
     const adminToken = newAdminToken();
+    // The GUI's sign-in survives restarts: its secret is the data dir's (server/storage/gui-secret.ts).
+    const guiSession = await GuiSession.open(paths.root);
     let url = '';
     let self: SelfEndpoint | null = null; // set once the core listens
     // The way out for snippets' own HTTP clients: listening before any sandbox starts (runners relay to it).
@@ -209,6 +214,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
           executor: executor.info,
         }),
         adminToken,
+        guiSession,
         runtime: () => executor.runtime(),
         ready: () => {
           const reasons: string[] = [];
@@ -264,6 +270,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       metrics,
       hostPolicy: { boundHost: config.host, allowedHosts: config.allowedHosts },
       adminToken,
+      guiSession,
       openapi: () => (openapi ??= buildOpenApi(allRoutes, EMULATOR_VERSION)),
       rendererDir: config.rendererDir,
     });
@@ -304,6 +311,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       firstStart: local.created,
       dataDir: paths.root,
       services,
+      guiCookie: () => ({ name: SESSION_COOKIE, value: guiSession.cookieValue }),
       events,
       housekeeping,
       stop: () => (stopping ??= runCleanup().then(() => logger.log('info', 'emulator stopped', {}))),

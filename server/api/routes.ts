@@ -8,6 +8,7 @@ import { inboxRoutes } from './inbox';
 import { egressRoutes } from './egress';
 import { terminalRoutes } from './terminal';
 import { vmRoutes } from './vm';
+import { guiSessionRoutes } from './gui-session';
 import { eventRoutes } from './events';
 
 export const allRoutes: RouteDef[] = [
@@ -20,5 +21,6 @@ export const allRoutes: RouteDef[] = [
   ...egressRoutes,
   ...terminalRoutes,
   ...vmRoutes,
+  ...guiSessionRoutes,
   ...eventRoutes,
 ];

@@ -15,6 +15,7 @@ import { problemMiddleware } from './problem';
 import { implement, koaPath, type RouteDef } from './route';
 import * as meta from '../../contract/meta';
 import { staticGui } from './static-gui';
+import { guiSignIn, sessionAuthenticates, type GuiSession } from './gui-session';
 
 export interface AppOptions {
   services: Services;
@@ -23,6 +24,8 @@ export interface AppOptions {
   metrics: Metrics;
   hostPolicy: HostPolicy;
   adminToken: string;
+  /** The GUI's session cookie: admin routes accept it as they accept the admin token (./gui-session.ts). */
+  guiSession: GuiSession;
   /** The OpenAPI document, built on first request (it costs ~20 ms: not worth paying at start-up). */
   openapi: () => unknown;
   rendererDir: string | null;
@@ -69,9 +72,11 @@ export function createApp(opts: AppOptions): Koa {
         tenant = opts.services.tenants.authenticate(ctx.get('authorization')) as never;
       } else if (route.auth === 'admin') {
         const token = bearer(ctx) ?? ctx.get('x-emu-admin');
-        if (!token || !secretEquals(token, opts.adminToken)) {
+        // A token, when sent, decides; without one, the GUI's session cookie (never on /v1: tenant routes skip this).
+        const ok = token ? secretEquals(token, opts.adminToken) : sessionAuthenticates(ctx, opts.guiSession);
+        if (!ok) {
           throw unauthenticated(
-            'This is the emulator’s own surface: send the admin token from <data-dir>/emulator.json as "Authorization: Bearer emu_…".',
+            'This is the emulator’s own surface: send the admin token from <data-dir>/emulator.json as "Authorization: Bearer emu_…" (the GUI signs in once with the URL the emulator printed at start).',
           );
         }
       }
@@ -108,6 +113,7 @@ export function createApp(opts: AppOptions): Koa {
   });
   app.use(router.routes());
   app.use(router.allowedMethods());
+  app.use(guiSignIn(opts.guiSession, opts.adminToken)); // `?token=` on a GUI path: the session cookie, then the URL without it
   app.use(staticGui(opts.rendererDir));
   return app;
 }

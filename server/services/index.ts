@@ -20,6 +20,7 @@ import type { Executor, LimaManager } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
 import type { TerminalAccess } from '../terminal/sessions';
 import type { EventBus } from '../events/bus';
+import type { GuiSession } from '../http/gui-session';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {
@@ -32,6 +33,8 @@ export interface EmulatorFacts {
   ready: () => { ready: boolean; reasons: string[] };
   /** The admin token of this run (X-Emu-Admin checks). */
   adminToken: string;
+  /** The GUI's session (its cookie, rotated by POST /_emu/gui-session/rotate): server/http/gui-session.ts. */
+  guiSession: GuiSession;
   /** The runtime manifest and what is installed (GET /_emu/runtime). */
   runtime: () => Promise<unknown>;
 }

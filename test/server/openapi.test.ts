@@ -37,6 +37,7 @@ function mountedRoutes(): { method: string; path: string }[] {
     metrics: new Metrics(),
     hostPolicy: { boundHost: '127.0.0.1', allowedHosts: [] },
     adminToken: 'emu_test',
+    guiSession: {} as never, // only the router's table is read: no request runs
     openapi: () => ({}),
     rendererDir: null,
   });
