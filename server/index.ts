@@ -190,6 +190,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
           tenants: domain.tenants,
           snippets: domain.snippets,
           logger,
+          // Every loader result (loaded, unchanged, error with file:line:col, deleted) goes on the live feed.
+          onStatus: (status) => events.publish('workspace.folder', status),
           prewarm: (job) => executor.prewarm(job),
           dropPrewarm: (job) =>
             void executor.retire({

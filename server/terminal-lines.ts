@@ -173,7 +173,8 @@ export function terminalLine(event: EmuEvent, ctx: LineContext): TerminalLine | 
         level: 'info',
         msg: 'deployed',
         fields: { snippet: d.snippet, env: d.env, version: d.version },
-        text: `${p.cyan('→ deployed')}  ${p.bold(d.snippet)}  ${d.env} → v${d.version}`,
+        // A removed deployment (no version) says so rather than `vnull`.
+        text: `${p.cyan('→ deployed')}  ${p.bold(d.snippet)}  ${d.env} → ${d.version === null ? 'nothing (removed)' : `v${d.version}`}`,
       };
     }
     case 'invocation.finished': {
@@ -283,12 +284,16 @@ export function prettyLogger(out: Omit<TerminalOutput, 'format'>): Logger {
  */
 export function followTerminalLines(
   bus: Pick<EventBus, 'subscribe'>,
-  out: TerminalOutput & { workspace?: string | null; jsonLog?: Logger },
+  out: TerminalOutput & {
+    workspace?: string | null;
+    jsonLog?: Logger;
+    /** A `Last-Event-ID` to print the events after first (`<boot>-0`: every event the bus still holds). */
+    replayFrom?: string;
+  },
 ): () => void {
-  const now = out.now ?? (() => new Date());
   const readSource = out.workspace ? workspaceSourceReader(out.workspace) : undefined;
   const p = palette(out.colour);
-  const sub = bus.subscribe((event) => {
+  const print = (event: EmuEvent) => {
     const line = terminalLine(event, { colour: out.colour && out.format === 'pretty', ...(readSource ? { readSource } : {}) });
     if (!line || !shows(out.level, line.level)) return;
     if (out.format === 'json') {
@@ -296,7 +301,9 @@ export function followTerminalLines(
       return;
     }
     const [first, ...frame] = line.text.split('\n');
-    out.write(redact([`${p.dim(clock(now()))} ${first}`, ...frame.map((l) => `         ${l}`)].join('\n')) + '\n');
-  });
+    out.write(redact([`${p.dim(clock(new Date(event.at)))} ${first}`, ...frame.map((l) => `         ${l}`)].join('\n')) + '\n');
+  };
+  const sub = bus.subscribe(print, out.replayFrom);
+  for (const event of sub.replay) print(event);
   return () => sub.close();
 }

@@ -15,7 +15,8 @@ import { quarantineDir, readQuarantine } from '../storage/quarantine';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
-import { jsonLogger } from '../logger';
+import { jsonLogger, type LogLevel } from '../logger';
+import { followTerminalLines, LOG_FORMATS, LOG_LEVELS, prettyLogger, useColour, type LogFormat } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import type { TenantView } from '../services/tenants';
@@ -47,6 +48,8 @@ Usage:
                 [--callback-retry-scale F]   (1 = production's callback retry schedule; 0.001 compresses it for QA)
                 [--terminal | --no-terminal]  (the GUI's Terminal page; default: on when listening on loopback only)
                 [--spares all|plain|none]  (runners started ahead; all: plain and framework-imported, the default)
+                [--log-level error|warn|info|debug]  (info: a line per compile, deploy, failed run or callback; debug adds requests)
+                [--log-format pretty|json]  (pretty: human lines, coloured on a terminal unless NO_COLOR; json: one object a line)
   svc-emu tenant list
   svc-emu tenant create NAME
   svc-emu tenant limits NAME [--timeout-ms N] [--max-memory-mb N] [--max-cpu-percent N] [--max-concurrency N]
@@ -80,6 +83,8 @@ const OPTIONS = {
   terminal: { type: 'boolean' },
   'no-terminal': { type: 'boolean' },
   spares: { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
   tenant: { type: 'string' },
   'timeout-ms': { type: 'string' },
   'max-memory-mb': { type: 'string' },
@@ -293,8 +298,18 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   const terminal = values.terminal ? true : values['no-terminal'] ? false : undefined;
   const spares = values.spares ?? 'all';
   if (spares !== 'all' && spares !== 'plain' && spares !== 'none') throw new UsageError(`--spares: all, plain or none, not '${spares}'`);
+  const logLevel = (values['log-level'] ?? 'info') as LogLevel;
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel))
+    throw new UsageError(`--log-level: ${LOG_LEVELS.join(', ')}, not '${values['log-level']}'`);
+  const logFormat = (values['log-format'] ?? 'pretty') as LogFormat;
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat))
+    throw new UsageError(`--log-format: pretty or json, not '${values['log-format']}'`);
+  const colour = logFormat === 'pretty' && useColour(process.env, process.stderr.isTTY);
+  const logger =
+    logFormat === 'json' ? jsonLogger(io.stderr, { level: logLevel }) : prettyLogger({ level: logLevel, colour, write: io.stderr });
+  const workspace = values.workspace ? resolve(io.cwd, values.workspace) : existsSync(join(io.cwd, 'snippets')) ? resolve(io.cwd) : null;
   const emu = await startEmulator({
-    logger: jsonLogger(io.stderr),
+    logger,
     egressProfile,
     egressAllow,
     asyncWorkers,
@@ -307,7 +322,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     port,
     host,
     // docs/contract.md: the workspace defaults to `.`; without --workspace it is watched only if ./snippets exists.
-    workspace: values.workspace ? resolve(io.cwd, values.workspace) : existsSync(join(io.cwd, 'snippets')) ? resolve(io.cwd) : null,
+    workspace,
     allowedHosts: values['allow-host'] ?? [],
     rendererDir: rendererDir(),
     projectRoot: root,
@@ -345,8 +360,20 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
       ].join('\n'),
     );
   }
+  // The terminal lines (server/terminal-lines.ts), from the first event of this start: the workspace's first
+  // compiles happened before the banner and are replayed from the bus, then every change as it happens.
+  const stopLines = followTerminalLines(emu.events, {
+    format: logFormat,
+    level: logLevel,
+    colour,
+    write: io.stderr,
+    workspace,
+    jsonLog: logger,
+    replayFrom: `${emu.events.boot}-0`,
+  });
   const signal = await io.untilSignal();
   io.stderr(`svc-emu: ${signal}, stopping\n`);
+  stopLines();
   await emu.stop();
   return 0;
 }

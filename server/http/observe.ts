@@ -23,8 +23,9 @@ export function observeMiddleware(logger: Logger, metrics: Metrics, now: () => n
       // Never the raw path: it may carry names, and distinct paths would grow the metrics without bound.
       const route = (ctx.state.routeTemplate as string | undefined) ?? '(unmatched)';
       metrics.observeRequest(ctx.method, route, ctx.status, ms / 1000);
-      // Requests are detail: shown with `--log-level debug` (a 5xx is an error of ours, shown always).
-      logger.log(ctx.status >= 500 ? 'error' : 'debug', 'request', {
+      // Requests are detail, shown with `--log-level debug`: a failed run has its own line (server/terminal-lines.ts),
+      // an error of ours its own `internal error` line (http/problem.ts).
+      logger.log('debug', 'request', {
         request_id: requestId,
         method: ctx.method,
         route,

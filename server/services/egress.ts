@@ -6,6 +6,7 @@ import { EgressLog, type EgressEntry } from '../egress/log';
 import { FaultRules, type FaultPlan } from '../egress/faults';
 import { refuseAddress, type EgressRules } from '../egress/policy';
 import type { Clock } from '../core-deps';
+import type { EventBus } from '../events/bus';
 
 /** Who makes an outbound call. */
 export interface EgressIdentity {
@@ -64,6 +65,8 @@ export class EgressService {
     private readonly tenantOf: (invocationId: string) => string | null,
     /** Under the local profile, a call production would refuse: said on the invocation (parity_warnings). */
     private readonly warn: (invocationId: string, text: string) => void = () => {},
+    /** Where each log entry is announced (GET /_emu/events); the core passes its bus. */
+    private readonly events?: EventBus,
   ) {
     this.faults = new FaultRules(clock);
   }
@@ -108,7 +111,9 @@ export class EgressService {
 
   record(entry: Omit<EgressEntry, 'id' | 'at'> & { startedAt: number }): EgressEntry {
     const { startedAt, ...rest } = entry;
-    return this.log.add({ ...rest, at: new Date(this.clock().getTime() - (performance.now() - startedAt)).toISOString() });
+    const added = this.log.add({ ...rest, at: new Date(this.clock().getTime() - (performance.now() - startedAt)).toISOString() });
+    this.events?.publish('egress.call', added);
+    return added;
   }
 
   /**

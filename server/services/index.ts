@@ -105,6 +105,7 @@ export function egressService(deps: CoreDeps, rules: EgressRules, warn: (invocat
         return db.tenants.find((t) => t.id === tenantId)?.name ?? null;
       }),
     warn,
+    deps.events,
   );
 }
 
@@ -140,7 +141,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     invoke,
     async,
     callbacks,
-    inbox: new InboxService(opts.inboxDir, tenants, deps.clock),
+    inbox: new InboxService(opts.inboxDir, tenants, deps.clock, deps.events),
     streams: new StreamLog(deps, opts.streamPingMs, (message, err) => opts.logger.log('warn', message, { error: String(err) })),
   };
 }

@@ -7,6 +7,7 @@ import { type CoreDeps, nowIso } from '../core-deps';
 import { paginate, type PageRequest } from './pagination';
 import type { ExecutionResult } from '../../executor';
 import type { StoredInput } from './stored-input';
+import type { EmuEventData } from '../../contract/schemas/events';
 
 /** Outputs, logs and timelines up to this size live in db.json; larger ones in blob files. */
 const INLINE_MAX_BYTES = 8 * 1024;
@@ -109,7 +110,17 @@ export class InvocationService {
       return { record: rec, earlier: null };
     };
     const changed = (r: { record: InvocationRecord; earlier: InvocationRecord | null }) => (r.earlier ? [] : [r.record]);
-    return opts.durable ? this.deps.repo.mutateRecords(apply, changed) : this.deps.repo.mutateRecordsLazy(apply, changed);
+    const result = opts.durable ? await this.deps.repo.mutateRecords(apply, changed) : this.deps.repo.mutateRecordsLazy(apply, changed);
+    if (!result.earlier) {
+      this.announce('invocation.created', result.record);
+      if (result.record.status === 'running') this.announce('invocation.started', result.record);
+    }
+    return result;
+  }
+
+  /** The live feed's summary of a record as it is now (GET /_emu/events: contract/schemas/events.ts). */
+  private announce(type: 'invocation.created' | 'invocation.started' | 'invocation.finished', rec: InvocationRecord): void {
+    this.deps.events.publish(type, invocationSummary(rec));
   }
 
   /** Oldest finished records go first; never one that still has to run or to deliver its callback. */
@@ -134,7 +145,7 @@ export class InvocationService {
 
   /** A queued async job starts: counted as an attempt, on disk before its code runs. */
   async markRunning(id: string): Promise<InvocationRecord> {
-    return this.deps.repo.mutateRecords((db) => {
+    const rec = await this.deps.repo.mutateRecords((db) => {
       const rec = db.invocations.find((i) => i.id === id);
       if (!rec) throw notFound('invocation', id);
       rec.status = 'running';
@@ -142,6 +153,8 @@ export class InvocationService {
       rec.started_at = nowIso(this.deps.clock);
       return rec;
     }, one);
+    this.announce('invocation.started', rec);
+    return rec;
   }
 
   /**
@@ -149,7 +162,7 @@ export class InvocationService {
    * or it has finished).
    */
   async cancelQueued(id: string): Promise<InvocationRecord | null> {
-    return this.deps.repo.mutateRecords(
+    const cancelled = await this.deps.repo.mutateRecords(
       (db) => {
         const rec = db.invocations.find((i) => i.id === id);
         if (!rec || rec.status !== 'queued') return null;
@@ -164,6 +177,8 @@ export class InvocationService {
       },
       (rec) => (rec ? [rec] : []),
     );
+    if (cancelled) this.announce('invocation.finished', cancelled);
+    return cancelled;
   }
 
   /** Notes where production would behave differently for this invocation (each text once; at most 20). */
@@ -213,7 +228,9 @@ export class InvocationService {
       if (rec.callback) rec.callback.next_attempt_at = rec.finished_at; // the first delivery goes at once
       return rec;
     };
-    return durable ? this.deps.repo.mutateRecords(apply, one) : this.deps.repo.mutateRecordsLazy(apply, one);
+    const finished = durable ? await this.deps.repo.mutateRecords(apply, one) : this.deps.repo.mutateRecordsLazy(apply, one);
+    this.announce('invocation.finished', finished);
+    return finished;
   }
 
   find(tenant: TenantRecord, id: string): InvocationRecord {
@@ -372,5 +389,21 @@ function callbackView(cb: CallbackRecord): CallbackView {
     webhook_id: cb.webhook_id,
     next_attempt_at: cb.next_attempt_at,
     last_attempt: last ? { at: last.at, status_code: last.status_code, error: last.error } : null,
+  };
+}
+
+/** What the live feed says about an invocation: who, what, where it stands (never its input or output). */
+export function invocationSummary(rec: InvocationRecord): EmuEventData<'invocation.created'> {
+  return {
+    id: rec.id,
+    tenant_id: rec.tenant_id,
+    snippet: rec.snippet,
+    version: rec.version,
+    env: rec.env,
+    mode: rec.mode,
+    status: rec.status,
+    outcome: rec.outcome,
+    error: rec.error ? { code: rec.error.code, message: rec.error.message } : null,
+    duration_ms: rec.usage?.duration_ms ?? null,
   };
 }

@@ -80,7 +80,7 @@ describe('the quarantine in the CLI', () => {
     const d = await badDataDir();
     let signal!: (s: string) => void;
     const { cli, out } = io(d, () => new Promise<string>((res) => (signal = res)));
-    const done = main(['serve', '--port', '0', '--spares', 'plain', '--data-dir', d], cli);
+    const done = main(['serve', '--port', '0', '--spares', 'plain', '--log-format', 'json', '--data-dir', d], cli);
     const deadline = Date.now() + 15_000;
     while (!out.stdout.includes('Press Ctrl+C') && Date.now() < deadline) {
       const early = await Promise.race([done, new Promise((r) => setTimeout(() => r(null), 20))]);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EmuEvent } from '../../contract/schemas/events';
 import { EventBus } from '../../server/events/bus';
 import { jsonLogger } from '../../server/logger';
-import { codeFrame, followTerminalLines, prettyLogger, terminalLine, useColour } from '../../server/terminal-lines';
+import { clock, codeFrame, followTerminalLines, prettyLogger, terminalLine, useColour } from '../../server/terminal-lines';
 
 const ev = (type: EmuEvent['type'], data: unknown): EmuEvent => ({ id: 'b00-1', type, at: '2026-11-27T10:00:00.000Z', data }) as EmuEvent;
 const folder = (over: Record<string, unknown>) => ({
@@ -130,13 +130,22 @@ describe('terminal lines', () => {
   });
 
   it('follows a bus: time-prefixed human lines at the level asked for, JSON lines in json format, and unsubscribes', () => {
-    const bus = new EventBus(() => new Date());
+    const at = new Date(2026, 10, 27, 10, 1, 2);
+    const bus = new EventBus(() => at);
     const lines: string[] = [];
-    const now = () => new Date(2026, 10, 27, 10, 1, 2);
-    const stop = followTerminalLines(bus, { format: 'pretty', level: 'info', colour: false, write: (t) => lines.push(t), now });
+    // An event from before the subscription (the workspace's first compiles at start) is replayed.
+    bus.publish('deployment.changed', { snippet_id: 's', snippet: 'early', tenant_id: 't', env: 'dev', version: 1 });
+    const stop = followTerminalLines(bus, {
+      format: 'pretty',
+      level: 'info',
+      colour: false,
+      write: (t) => lines.push(t),
+      replayFrom: `${bus.boot}-0`,
+    });
     bus.publish('invocation.finished', inv({ status: 'succeeded', outcome: 'success', error: null }) as never);
     bus.publish('deployment.changed', { snippet_id: 's', snippet: 'hello', tenant_id: 't', env: 'prod', version: 2 });
-    expect(lines).toEqual(['10:01:02 → deployed  hello  prod → v2\n']);
+    // Each line carries its event's own time (a replayed one too), as HH:MM:SS local time.
+    expect(lines).toEqual([`${clock(at)} → deployed  early  dev → v1\n`, `${clock(at)} → deployed  hello  prod → v2\n`]);
     stop();
     expect(bus.listenerCount).toBe(0);
 
