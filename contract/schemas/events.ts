@@ -41,7 +41,8 @@ export const EMU_EVENT_DATA = {
   'snippet.created': SnippetRef.extend({ runtime: z.enum(['bun', 'python']) }),
   'snippet.deleted': SnippetRef,
   'version.created': SnippetRef.extend({ version: z.number().int(), source: z.enum(['api', 'workspace']) }),
-  'deployment.changed': SnippetRef.extend({ env: z.string(), version: z.number().int() }),
+  /** `version` null: the environment no longer runs the snippet (undeployed). */
+  'deployment.changed': SnippetRef.extend({ env: z.string(), version: z.number().int().nullable() }),
   'environment.created': z.object({ tenant_id: z.string(), env: z.string() }),
   /** The loader read a folder: compiled (loaded / unchanged), refused (error with file:line:col), deleted. */
   'workspace.folder': FolderStatus,

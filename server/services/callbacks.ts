@@ -160,6 +160,17 @@ export class CallbackService {
       },
       (r) => [r],
     );
+    const after = updated.callback;
+    if (after) {
+      this.deps.events.publish('callback.attempt', {
+        invocation_id: id,
+        url: after.url,
+        attempt: after.deliveries.length,
+        status_code: result.status_code,
+        error: result.error,
+        state: after.status,
+      });
+    }
     if (result.ok) {
       clearTimeout(this.timers.get(id)); // a redelivery answered 2xx: the planned retry has nothing left to do
       this.timers.delete(id);

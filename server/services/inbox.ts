@@ -6,6 +6,7 @@ import { writeFileAtomic } from '../storage/atomic-file';
 import { verify } from '../webhooks/sign';
 import type { Clock } from '../core-deps';
 import type { TenantService } from './tenants';
+import type { EventBus } from '../events/bus';
 
 /** Deliveries kept per inbox (older ones are dropped), and the part of each body kept. */
 export const INBOX_KEEP = 200;
@@ -67,6 +68,8 @@ export class InboxService {
     private readonly dir: string,
     private readonly tenants: TenantService,
     private readonly clock: Clock,
+    /** Where each delivery is announced (GET /_emu/events). */
+    private readonly events: EventBus,
   ) {}
 
   async receive(
@@ -120,6 +123,12 @@ export class InboxService {
       } else {
         await appendFile(this.file(name), JSON.stringify(delivery) + '\n', { mode: 0o600 });
       }
+    });
+    this.events.publish('inbox.delivery', {
+      inbox: name,
+      delivery_id: delivery.id,
+      verified: delivery.signature.verified,
+      answered: delivery.answered,
     });
     const retryAfter = status >= 300 ? (req.statusParam === undefined ? response.retry_after_seconds : null) : null;
     return { status, retryAfter, delivery };

@@ -11,7 +11,7 @@ export class SecretService {
 
   async put(tenant: TenantRecord, name: string, value: string): Promise<{ created: boolean; info: SecretInfo }> {
     const sealed = this.deps.secretBox.seal(value, context(tenant.id, name));
-    return this.deps.repo.mutate((db) => {
+    const result = await this.deps.repo.mutate((db) => {
       const now = nowIso(this.deps.clock);
       const existing = db.secrets.find((s) => s.tenant_id === tenant.id && s.name === name);
       if (existing) {
@@ -23,6 +23,9 @@ export class SecretService {
       db.secrets.push(rec);
       return { created: true, info: info(rec) };
     });
+    // The live feed names the secret, never its value.
+    this.deps.events.publish('secret.changed', { tenant_id: tenant.id, name, deleted: false });
+    return result;
   }
 
   list(tenant: TenantRecord, page: PageRequest) {
@@ -42,6 +45,7 @@ export class SecretService {
       db.secrets = db.secrets.filter((s) => !(s.tenant_id === tenant.id && s.name === name));
       if (db.secrets.length === before) throw notFound('secret', name);
     });
+    this.deps.events.publish('secret.changed', { tenant_id: tenant.id, name, deleted: true });
   }
 
   /** name → value, for the environment of a run. Never logged, never returned over HTTP. */

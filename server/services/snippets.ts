@@ -134,6 +134,7 @@ export class SnippetService {
       db.snippets.push(rec);
       return rec;
     });
+    this.deps.events.publish('snippet.created', { ...snippetRef(snippet), runtime: snippet.runtime });
     return this.view(snippet);
   }
 
@@ -157,9 +158,12 @@ export class SnippetService {
         db.snippets = db.snippets.filter((s) => s.id !== snippet.id);
         db.versions = db.versions.filter((v) => v.snippet_id !== snippet.id);
         db.deployments = db.deployments.filter((d) => d.snippet_id !== snippet.id);
-        return snippet.id;
+        return snippet;
       })
-      .then((id) => this.onChanged(id));
+      .then((snippet) => {
+        this.deps.events.publish('snippet.deleted', snippetRef(snippet));
+        this.onChanged(snippet.id);
+      });
   }
 
   // ---- versions -----------------------------------------------------------------------------------
@@ -295,6 +299,8 @@ export class SnippetService {
       for (const env of deploy) this.applyDeploy(db, live, env, rec.version, now);
       return rec;
     });
+    this.deps.events.publish('version.created', { ...snippetRef(snippet), version: record.version, source });
+    for (const env of deploy) this.deps.events.publish('deployment.changed', { ...snippetRef(snippet), env, version: record.version });
     this.onChanged(snippet.id);
     return this.versionView(snippet, record);
   }
@@ -366,7 +372,7 @@ export class SnippetService {
   }
 
   async createEnvironment(tenant: TenantRecord, name: string) {
-    return this.deps.repo.mutate((db) => {
+    const created = await this.deps.repo.mutate((db) => {
       if (db.environments.some((e) => e.tenant_id === tenant.id && e.name === name)) {
         throw conflict(`environment '${name}' already exists`);
       }
@@ -374,6 +380,8 @@ export class SnippetService {
       db.environments.push(rec);
       return { name: rec.name, builtin: rec.builtin, created_at: rec.created_at };
     });
+    this.deps.events.publish('environment.created', { tenant_id: tenant.id, env: created.name });
+    return created;
   }
 
   async deleteEnvironment(tenant: TenantRecord, name: string) {
@@ -417,9 +425,10 @@ export class SnippetService {
       if (!db.versions.some((v) => v.snippet_id === snippet.id && v.version === version)) {
         throw notFound('version', version);
       }
-      return { snippetId: snippet.id, view: this.applyDeploy(db, snippet, env, version, nowIso(this.deps.clock)) };
+      return { snippet, view: this.applyDeploy(db, snippet, env, version, nowIso(this.deps.clock)) };
     });
-    this.onChanged(result.snippetId);
+    this.deps.events.publish('deployment.changed', { ...snippetRef(result.snippet), env, version });
+    this.onChanged(result.snippet.id);
     return result.view;
   }
 
@@ -438,16 +447,17 @@ export class SnippetService {
   }
 
   async undeploy(tenant: TenantRecord, idOrName: string, env: string) {
-    const snippetId = await this.deps.repo.mutate((db) => {
+    const snippet = await this.deps.repo.mutate((db) => {
       const snippet = this.find(db, tenant, idOrName);
       if (!snippet) throw notFound('snippet', idOrName);
       this.requireEnv(db, tenant, env);
       const before = db.deployments.length;
       db.deployments = db.deployments.filter((x) => !(x.snippet_id === snippet.id && x.env === env));
       if (db.deployments.length === before) throw notFound('deployment', env);
-      return snippet.id;
+      return snippet;
     });
-    this.onChanged(snippetId);
+    this.deps.events.publish('deployment.changed', { ...snippetRef(snippet), env, version: null });
+    this.onChanged(snippet.id);
   }
 
   /** Blob hashes still referenced by some version (for garbage collection). */
@@ -455,3 +465,6 @@ export class SnippetService {
     return db.versions.flatMap((v) => v.files.map((f) => f.sha256));
   }
 }
+
+/** How the live feed names a snippet (contract/schemas/events.ts). */
+const snippetRef = (s: SnippetRecord) => ({ snippet_id: s.id, snippet: s.name, tenant_id: s.tenant_id });

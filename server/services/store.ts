@@ -59,7 +59,7 @@ export class StoreService {
       throw payloadTooLarge(`the value is ${size} bytes as JSON; a store value may be at most ${STORE_VALUE_MAX_BYTES} (1 MiB)`);
     }
     const blob = size > STORE_INLINE_MAX_BYTES ? await this.deps.blobs.put(json) : undefined;
-    return this.deps.repo.mutate((db) => {
+    const result = await this.deps.repo.mutate((db) => {
       const now = this.deps.clock();
       const nowText = now.toISOString();
       const expires_at = ttlSeconds ? new Date(now.getTime() + ttlSeconds * 1000).toISOString() : null;
@@ -83,15 +83,20 @@ export class StoreService {
       else db.store.push(rec);
       return { created, entry: { key, value, expires_at, updated_at: nowText } };
     });
+    // The live feed names the key, never its value (REST and snippets' host calls both land here).
+    this.deps.events.publish('store.changed', { tenant_id: tenant.id, key, deleted: false });
+    return result;
   }
 
   async delete(tenant: TenantRecord, key: string): Promise<boolean> {
-    return this.deps.repo.mutate((db) => {
+    const deleted = await this.deps.repo.mutate((db) => {
       const rec = this.live(db, tenant, key);
       if (!rec) return false;
       db.store = db.store.filter((r) => r !== rec);
       return true;
     });
+    if (deleted) this.deps.events.publish('store.changed', { tenant_id: tenant.id, key, deleted: true });
+    return deleted;
   }
 
   list(tenant: TenantRecord, prefix: string, page: PageRequest) {
@@ -119,11 +124,13 @@ export class StoreService {
     const now = this.deps.clock().getTime();
     const count = this.deps.repo.read((db) => db.store.filter((r) => this.expired(r, now)).length);
     if (count === 0) return 0;
-    return this.deps.repo.mutate((db) => {
-      const before = db.store.length;
+    const gone = await this.deps.repo.mutate((db) => {
+      const expired = db.store.filter((r) => this.expired(r, now));
       db.store = db.store.filter((r) => !this.expired(r, now));
-      return before - db.store.length;
+      return expired.map((r) => ({ tenant_id: r.tenant_id, key: r.key }));
     });
+    for (const r of gone) this.deps.events.publish('store.changed', { ...r, deleted: true });
+    return gone.length;
   }
 
   liveBlobs(db: Readonly<DbData>): string[] {

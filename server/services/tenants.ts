@@ -54,7 +54,7 @@ export class TenantService {
 
   async create(name: string): Promise<TenantRecord> {
     const { secretBox, clock } = this.deps;
-    return this.deps.repo.mutate((db) => {
+    const created = await this.deps.repo.mutate((db) => {
       if (db.tenants.some((t) => t.name === name)) throw conflict(`tenant '${name}' already exists`);
       const now = nowIso(clock);
       const id = newId('ten');
@@ -74,17 +74,26 @@ export class TenantService {
       }
       return tenant;
     });
+    this.changed(created);
+    return created;
+  }
+
+  /** The live feed's word that a tenant changed (created, caps, keys, webhook secret): names only, never a secret. */
+  private changed(tenant: { id: string; name: string }): void {
+    this.deps.events.publish('tenant.changed', { tenant_id: tenant.id, name: tenant.name });
   }
 
   async setCaps(name: string, patch: Partial<CapsRecord>): Promise<CapsRecord> {
-    return this.deps.repo.mutate((db) => {
+    const { tenant, caps } = await this.deps.repo.mutate((db) => {
       const tenant = db.tenants.find((t) => t.name === name);
       if (!tenant) throw notFound('tenant', name);
       for (const [field, value] of Object.entries(patch)) {
         if (value !== undefined) tenant.caps[field as keyof CapsRecord] = value;
       }
-      return { ...tenant.caps };
+      return { tenant, caps: { ...tenant.caps } };
     });
+    this.changed(tenant);
+    return caps;
   }
 
   /** A new key for the tenant. Only its SHA-256 is kept (plus, with `keepSealed`, an encrypted copy). */
@@ -103,9 +112,10 @@ export class TenantService {
       };
       if (opts.keepSealed) rec.sealed = secretBox.seal(key, keyContext(rec));
       db.api_keys.push(rec);
-      return rec;
+      return { rec, tenant };
     });
-    return { record, key };
+    this.changed(record.tenant);
+    return { record: record.rec, key };
   }
 
   /**
@@ -164,7 +174,7 @@ export class TenantService {
   async rotateWebhookSecret(tenant: TenantRecord): Promise<{ secret: string; created_at: string }> {
     const secret = newWebhookSecret();
     const { secretBox, clock } = this.deps;
-    return this.deps.repo.mutate((db) => {
+    const rotated = await this.deps.repo.mutate((db) => {
       const t = db.tenants.find((x) => x.id === tenant.id);
       if (!t) throw notFound('tenant', tenant.name);
       const now = clock();
@@ -174,6 +184,8 @@ export class TenantService {
       t.webhook_secret_created_at = now.toISOString();
       return { secret, created_at: t.webhook_secret_created_at };
     });
+    this.changed(tenant);
+    return rotated;
   }
 
   /** The secrets a callback is signed with now: the current one first, then the previous one during its grace. */

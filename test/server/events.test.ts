@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestCore, type TestCore } from '../helpers/core';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startTestCore, tempDir, type Res, type TestCore } from '../helpers/core';
 import { parseSse, type SseEvent } from '../../contract/sse';
 import type { EmuEvent } from '../../contract/schemas/events';
-import { followEvents } from '../../contract/events-client';
+import { followEvents, parseEmuFrame } from '../../contract/events-client';
 
 /**
  * The live event feed, GET /_emu/events, on a real core: what a reader gets (replay, reset, filter), that
@@ -24,6 +28,8 @@ afterAll(async () => {
 /** An open feed: raw text as it arrives, parsed frames, and a way to wait for one. */
 interface Feed {
   frames: SseEvent[];
+  /** Date.now() when each frame was parsed (same index as frames). */
+  arrivals: number[];
   raw: () => string;
   comments: string[];
   /** The first frame (from `from` on) that matches, within `ms`. */
@@ -32,15 +38,20 @@ interface Feed {
   done: Promise<void>;
 }
 
-async function openFeed(query = '', headers: Record<string, string> = {}): Promise<Feed> {
+function openFeed(query = '', headers: Record<string, string> = {}): Promise<Feed> {
+  return openFeedAt(core, query, headers);
+}
+
+async function openFeedAt(at: TestCore, query = '', headers: Record<string, string> = {}): Promise<Feed> {
   const ac = new AbortController();
-  const res = await fetch(`${core.url}/_emu/events${query}`, {
-    headers: { authorization: `Bearer ${core.admin}`, accept: 'text/event-stream', ...headers },
+  const res = await fetch(`${at.url}/_emu/events${query}`, {
+    headers: { authorization: `Bearer ${at.admin}`, accept: 'text/event-stream', ...headers },
     signal: ac.signal,
   });
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
   const frames: SseEvent[] = [];
+  const arrivals: number[] = [];
   const comments: string[] = [];
   let text = '';
   const waiters = new Set<() => void>();
@@ -55,6 +66,7 @@ async function openFeed(query = '', headers: Record<string, string> = {}): Promi
     try {
       for await (const f of parseSse(tee(), { onComment: (c) => comments.push(c) })) {
         frames.push(f);
+        arrivals.push(Date.now());
         for (const w of waiters) w();
       }
     } catch {
@@ -63,6 +75,7 @@ async function openFeed(query = '', headers: Record<string, string> = {}): Promi
   })();
   return {
     frames,
+    arrivals,
     comments,
     raw: () => text,
     done,
@@ -229,5 +242,287 @@ describe('followEvents (contract/events-client.ts)', () => {
   it('throws the refusal when retrying cannot help (a bad token)', async () => {
     const it = followEvents({ baseUrl: core.url, adminToken: 'emu_wrong' });
     await expect(it.next()).rejects.toMatchObject({ name: 'ProblemError', status: 401 });
+  });
+});
+
+const ok = async (p: Promise<Res>, status = 200) => {
+  const r = await p;
+  expect(r.status, r.text).toBe(status);
+  return r;
+};
+
+/** The snippet the publisher tests run: stores a key, fetches a URL or sleeps, as its input says. */
+const EVT_CODE = [
+  'import { store } from "@svc/store";',
+  'export default async function handler(input) {',
+  '  if (input.store) await store.set(input.store, { secret: "store-VALUE-from-snippet" });',
+  '  if (input.fetch) return { got: await (await fetch(input.fetch)).text() };',
+  '  if (input.sleep) await new Promise((r) => setTimeout(r, input.sleep));',
+  '  return { ok: true };',
+  '}',
+  '',
+].join('\n');
+
+describe('every change publishes its event (real API, loader, inbox, egress)', () => {
+  let wcore: TestCore;
+  let workspace: string;
+  let feed: Feed;
+  /** Milliseconds from the start of each change to its event's arrival at a feed reader. */
+  const latency: Record<string, number[]> = {};
+  let upstream: Server;
+  let upstreamUrl = '';
+
+  beforeAll(async () => {
+    workspace = await tempDir('svc-emu-events-ws-');
+    await mkdir(join(workspace, 'snippets'), { recursive: true });
+    wcore = await startTestCore({ workspace, config: { callbackRetryScale: 0.001, streamPingMs: 1_000 } });
+    upstream = createServer((_req, res) => res.end('upstream says hi'));
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/hello`;
+    feed = await openFeedAt(wcore);
+    await ok(wcore.call('POST', '/v1/snippets', { name: 'evt', runtime: 'bun' }), 201);
+    await ok(wcore.call('POST', '/v1/snippets/evt/versions', { code: EVT_CODE }), 201);
+  });
+  afterAll(async () => {
+    // Every frame the feed carried matches the contract (contract/schemas/events.ts).
+    const frames = feed?.frames ?? [];
+    const bad = frames.map((f) => ({ f, p: parseEmuFrame(f.event, f.data) })).filter((x) => x.p.kind !== 'event');
+    const publishToRead = frames.map((f, i) => feed.arrivals[i]! - Date.parse((JSON.parse(f.data) as EmuEvent).at));
+    feed?.close();
+    await wcore?.stop();
+    upstream?.close();
+    await rm(workspace, { recursive: true, force: true });
+    const rows = Object.entries(latency).map(([type, ms]) => `${type}: ${ms.map((m) => m.toFixed(1)).join(', ')} ms`);
+    console.log(`change → event latency (request start to frame read):\n  ${rows.join('\n  ')}`);
+    const sorted = [...publishToRead].sort((a, b) => a - b);
+    console.log(
+      `publish → frame read over ${sorted.length} events: median ${sorted[Math.floor(sorted.length / 2)]} ms, max ${sorted.at(-1)} ms`,
+    );
+    expect(bad.map((x) => `${x.f.event}: ${x.f.data}`)).toEqual([]);
+  });
+
+  /** Runs a change and waits for the event it should publish; records the latency. */
+  async function expectEvent<T extends EmuEvent['type']>(
+    type: T,
+    match: (data: Extract<EmuEvent, { type: T }>['data']) => boolean,
+    change: () => Promise<unknown>,
+    ms = 15_000,
+  ): Promise<Extract<EmuEvent, { type: T }>> {
+    const from = feed.frames.length;
+    const t0 = performance.now();
+    await change();
+    const f = await feed.next((x) => x.event === type && match((JSON.parse(x.data) as { data: never }).data), ms, from);
+    (latency[type] ??= []).push(performance.now() - t0);
+    return JSON.parse(f.data) as Extract<EmuEvent, { type: T }>;
+  }
+  /** Resolves at the first frame arriving after now that matches. */
+  const upcoming = <T extends EmuEvent['type']>(type: T, match: (data: Extract<EmuEvent, { type: T }>['data']) => boolean, ms = 15_000) => {
+    const from = feed.frames.length;
+    return feed
+      .next((x) => x.event === type && match((JSON.parse(x.data) as { data: never }).data), ms, from)
+      .then((f) => JSON.parse(f.data) as Extract<EmuEvent, { type: T }>);
+  };
+
+  it('snippets, versions, deployments and environments', async () => {
+    const created = await expectEvent(
+      'snippet.created',
+      (d) => d.snippet === 'evt2',
+      () => ok(wcore.call('POST', '/v1/snippets', { name: 'evt2', runtime: 'bun' }), 201),
+    );
+    expect(created.data).toMatchObject({ snippet: 'evt2', runtime: 'bun', tenant_id: expect.stringMatching(/^ten_/) });
+    const v = await expectEvent(
+      'version.created',
+      (d) => d.snippet === 'evt2',
+      () => ok(wcore.call('POST', '/v1/snippets/evt2/versions', { code: EVT_CODE }), 201),
+    );
+    expect(v.data).toMatchObject({ version: 1, source: 'api', snippet_id: created.data.snippet_id });
+    const dep = await expectEvent(
+      'deployment.changed',
+      (d) => d.snippet === 'evt2',
+      () => ok(wcore.call('PUT', '/v1/snippets/evt2/environments/dev', { version: 1 })),
+    );
+    expect(dep.data).toMatchObject({ env: 'dev', version: 1 });
+    const undeployed = await expectEvent(
+      'deployment.changed',
+      (d) => d.snippet === 'evt2' && d.version === null,
+      () => ok(wcore.call('DELETE', '/v1/snippets/evt2/environments/dev'), 204),
+    );
+    expect(undeployed.data.env).toBe('dev');
+    const env = await expectEvent(
+      'environment.created',
+      (d) => d.env === 'qa',
+      () => ok(wcore.call('POST', '/v1/environments', { name: 'qa' }), 201),
+    );
+    expect(env.data.tenant_id).toBe(created.data.tenant_id);
+  });
+
+  it('invocations in every mode: created, started, finished (summary only)', async () => {
+    const [created, started, finished] = [
+      upcoming('invocation.created', (d) => d.snippet === 'evt' && d.mode === 'sync'),
+      upcoming('invocation.started', (d) => d.snippet === 'evt' && d.mode === 'sync'),
+      upcoming('invocation.finished', (d) => d.snippet === 'evt' && d.mode === 'sync'),
+    ];
+    const t0 = performance.now();
+    const r = await ok(wcore.call('POST', '/v1/invoke/evt', { hello: 'input-VALUE-never-in-events' }));
+    const id = r.headers.get('x-invocation-id');
+    expect((await created).data).toMatchObject({ id, status: 'running', outcome: null });
+    expect((await started).data.id).toBe(id);
+    const fin = await finished;
+    (latency['invocation.finished'] ??= []).push(performance.now() - t0);
+    expect(fin.data).toMatchObject({ id, status: 'succeeded', outcome: 'success', error: null, version: 1, env: null });
+    expect(fin.data.duration_ms).toEqual(expect.any(Number));
+
+    // stream
+    const streamed = upcoming('invocation.finished', (d) => d.mode === 'stream');
+    const s = await wcore.call('POST', '/v1/invoke/evt', {}, { headers: { 'x-invoke-mode': 'stream' } });
+    expect(s.status).toBe(200);
+    expect((await streamed).data).toMatchObject({ id: s.headers.get('x-invocation-id'), outcome: 'success' });
+
+    // async: queued, then the worker starts it and finishes it
+    const asyncCreated = upcoming('invocation.created', (d) => d.mode === 'async');
+    const asyncStarted = upcoming('invocation.started', (d) => d.mode === 'async');
+    const asyncFinished = upcoming('invocation.finished', (d) => d.mode === 'async');
+    const a = await ok(wcore.call('POST', '/v1/invoke/evt', {}, { headers: { 'x-invoke-mode': 'async' } }), 202);
+    const aid = a.json.invocation_id as string;
+    expect((await asyncCreated).data).toMatchObject({ id: aid, status: 'queued' });
+    expect((await asyncStarted).data).toMatchObject({ id: aid, status: 'running' });
+    expect((await asyncFinished).data).toMatchObject({ id: aid, status: 'succeeded', outcome: 'success' });
+
+    // a failure says its code
+    const failed = upcoming('invocation.finished', (d) => d.outcome === 'timeout');
+    await wcore.call(
+      'POST',
+      '/v1/invoke/evt',
+      { sleep: 5_000 },
+      { headers: { 'x-emu-limits': 'timeout_ms=200', 'x-emu-admin': wcore.admin } },
+    );
+    expect((await failed).data).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+
+    // a cancelled running job
+    const running = upcoming('invocation.started', (d) => d.mode === 'async');
+    const b = await ok(wcore.call('POST', '/v1/invoke/evt', { sleep: 20_000 }, { headers: { 'x-invoke-mode': 'async' } }), 202);
+    const bid = b.json.invocation_id as string;
+    expect((await running).data.id).toBe(bid);
+    const cancelled = await expectEvent(
+      'invocation.finished',
+      (d) => d.id === bid,
+      () => ok(wcore.call('POST', `/v1/invocations/${bid}/cancel`), 202),
+    );
+    expect(cancelled.data).toMatchObject({ outcome: 'cancelled', status: 'failed' });
+    expect(feed.raw()).not.toContain('input-VALUE-never-in-events');
+  });
+
+  it('callback attempts and inbox deliveries', async () => {
+    const delivered = upcoming('inbox.delivery', (d) => d.inbox === 'evt-hooks');
+    const attempt = upcoming('callback.attempt', (d) => d.url.includes('evt-hooks'));
+    const r = await ok(
+      wcore.call(
+        'POST',
+        '/v1/invoke/evt',
+        { callback_url: `${wcore.url}/_emu/inbox/evt-hooks` },
+        { headers: { 'x-invoke-mode': 'async' } },
+      ),
+      202,
+    );
+    expect((await delivered).data).toMatchObject({ verified: true, answered: 200, delivery_id: expect.stringMatching(/^dlv_/) });
+    expect((await attempt).data).toMatchObject({
+      invocation_id: r.json.invocation_id,
+      attempt: 1,
+      status_code: 200,
+      error: null,
+      state: 'delivered',
+    });
+  });
+
+  it('egress calls, every log entry', async () => {
+    const call = upcoming('egress.call', (d) => d.path === '/hello');
+    const r = await ok(wcore.call('POST', '/v1/invoke/evt', { fetch: upstreamUrl }));
+    expect(r.json).toEqual({ got: 'upstream says hi' });
+    expect((await call).data).toMatchObject({
+      source: 'snippet',
+      method: 'GET',
+      status: 200,
+      invocation_id: r.headers.get('x-invocation-id'),
+    });
+  });
+
+  it('tenants, secrets (names only) and store keys (keys only, REST and snippets)', async () => {
+    const t = await expectEvent(
+      'tenant.changed',
+      (d) => d.name === 'evt-tenant',
+      () => ok(wcore.call('POST', '/_emu/tenants', { name: 'evt-tenant' }, { key: wcore.admin }), 201),
+    );
+    await expectEvent(
+      'tenant.changed',
+      (d) => d.tenant_id === t.data.tenant_id,
+      () => ok(wcore.call('PATCH', '/_emu/tenants/evt-tenant/limits', { max_concurrency: 3 }, { key: wcore.admin })),
+    );
+    const s = await expectEvent(
+      'secret.changed',
+      (d) => d.name === 'EVT_SECRET',
+      () => ok(wcore.call('PUT', '/v1/secrets/EVT_SECRET', { value: 'secret-VALUE-never-in-events' }), 201),
+    );
+    expect(s.data.deleted).toBe(false);
+    await expectEvent(
+      'secret.changed',
+      (d) => d.name === 'EVT_SECRET' && d.deleted,
+      () => ok(wcore.call('DELETE', '/v1/secrets/EVT_SECRET'), 204),
+    );
+    await expectEvent(
+      'store.changed',
+      (d) => d.key === 'evt-key' && !d.deleted,
+      () => ok(wcore.call('PUT', '/v1/store/evt-key', { value: { v: 'store-VALUE-never-in-events' } }), 201),
+    );
+    await expectEvent(
+      'store.changed',
+      (d) => d.key === 'evt-key' && d.deleted,
+      () => ok(wcore.call('DELETE', '/v1/store/evt-key'), 204),
+    );
+    await expectEvent(
+      'store.changed',
+      (d) => d.key === 'from-snippet',
+      () => ok(wcore.call('POST', '/v1/invoke/evt', { store: 'from-snippet' })),
+    );
+    const raw = feed.raw();
+    for (const value of ['secret-VALUE-never-in-events', 'store-VALUE-never-in-events', 'store-VALUE-from-snippet']) {
+      expect(raw, value).not.toContain(value);
+    }
+  });
+
+  it('workspace folders: loaded (a version from the workspace), refused with file:line:col, deleted', async () => {
+    const dir = join(workspace, 'snippets', 'wsevt');
+    const versionMade = upcoming('version.created', (d) => d.snippet === 'wsevt');
+    const loaded = await expectEvent(
+      'workspace.folder',
+      (d) => d.snippet === 'wsevt' && d.state === 'loaded',
+      async () => {
+        await mkdir(dir, { recursive: true });
+        await writeFile(join(dir, 'index.ts'), 'export default async function handler() { return { v: 1 }; }\n');
+      },
+    );
+    expect(loaded.data).toMatchObject({ version: 1, runtime: 'bun', error: null });
+    expect((await versionMade).data).toMatchObject({ version: 1, source: 'workspace' });
+    const refused = await expectEvent(
+      'workspace.folder',
+      (d) => d.snippet === 'wsevt' && d.state === 'error',
+      () => writeFile(join(dir, 'index.ts'), 'export default async function handler() {\n  return { v: ;\n}\n'),
+    );
+    expect(refused.data.error).toMatchObject({ file: expect.stringContaining('index.ts'), line: 2 });
+    expect(refused.data.error?.column).toEqual(expect.any(Number));
+    await expectEvent(
+      'workspace.folder',
+      (d) => d.snippet === 'wsevt' && d.state === 'deleted',
+      () => rm(dir, { recursive: true, force: true }),
+    );
+  });
+
+  it('snippet deleted', async () => {
+    await ok(wcore.call('POST', '/v1/snippets', { name: 'evt-gone', runtime: 'python' }), 201);
+    const gone = await expectEvent(
+      'snippet.deleted',
+      (d) => d.snippet === 'evt-gone',
+      () => ok(wcore.call('DELETE', '/v1/snippets/evt-gone'), 204),
+    );
+    expect(gone.data.snippet_id).toMatch(/^snp_/);
   });
 });
