@@ -8,6 +8,7 @@ import type { Duplex } from 'node:stream';
 import type { EgressIdentity, EgressService } from '../services/egress';
 import type { FaultPlan } from './faults';
 import { PROBLEM_TYPE_BASE } from '../http/problem';
+import { isProviderCall } from './exchanges';
 
 type Gate =
   | { kind: 'drop' }
@@ -23,6 +24,27 @@ const PREAMBLE_MAX = 256;
 const HOLD_MAX_MS = 10 * 60 * 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Why a call could not reach its target, naming it and the fix: what a snippet's HTTP client shows. A
+ * tunnel's refusal reaches the client only as its status line (Bun: "Proxy refused to open a tunnel: 502
+ * …", httpx: "ProxyError: 502 …"), so the same text is its reason phrase (`statusLine`).
+ */
+export function unreachableText(host: string, port: number, why: string): string {
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const fix = /ENOTFOUND|EAI_AGAIN|host not found/i.test(why)
+    ? /(^|\.)openai\.com$/i.test(host)
+      ? 'this machine cannot resolve it (offline?): point OPENAI_BASE_URL (a tenant secret) at a reachable OpenAI-compatible API, e.g. the fake provider (node --import tsx scripts/fake-provider.mjs)'
+      : 'check the host name, or whether this machine is online'
+    : /ECONNREFUSED/.test(why)
+      ? 'nothing listens there: start the server, or check the port'
+      : 'check the address and the network';
+  return `egress: cannot reach ${where}: ${why}; ${fix}`;
+}
+
+/** `HTTP/1.1 502 Bad Gateway (egress: …)`: the standard phrase first, then the reason, in the ASCII a status line allows. */
+export const statusLine = (status: number, phrase: string, detail: string) =>
+  `HTTP/1.1 ${status} ${phrase} (${detail.replace(/[\u2013\u2014]/g, '-').replace(/[^\x20-\x7e]/g, '?')})`;
 
 /**
  * Where a data dir's egress socket lives: inside it, unless that path is too long for a unix socket
@@ -119,8 +141,13 @@ export class EgressProxy {
     let bytesOut = 0;
     let bytesIn = 0;
     const plan = this.egress.plan(host, null);
-    const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) =>
-      this.egress.record({
+    // A model call (chat completions, responses): its bodies are kept for the agent run view (egress/exchanges.ts).
+    const exchange =
+      identity.invocation_id && isProviderCall(req.method, url.pathname)
+        ? this.egress.exchanges.open(identity.invocation_id, { source: 'snippet', method: req.method ?? 'POST', host, path: url.pathname })
+        : null;
+    const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) => {
+      const entry = this.egress.record({
         source: 'snippet',
         ...identity,
         integration: null,
@@ -137,9 +164,12 @@ export class EgressProxy {
         error: fields.error ?? null,
         startedAt: started,
       });
+      exchange?.finish(entry);
+    };
     res.shouldKeepAlive = false;
 
     const gate = await this.gate(host, port, plan, identity);
+    if (gate.kind === 'unreachable') gate.detail = unreachableText(host, port, gate.detail);
     switch (gate.kind) {
       case 'drop':
         req.socket.destroy();
@@ -151,6 +181,16 @@ export class EgressProxy {
         return;
       case 'fault':
         bytesIn = Buffer.byteLength(gate.body);
+        if (exchange) {
+          // The model call's request still tells which model was asked, even though the fault answers it.
+          await new Promise<void>((resolve) => {
+            req.on('data', (c: Buffer) => exchange.request(c));
+            req.once('end', resolve);
+            req.once('close', resolve);
+          });
+          exchange.head(gate.status, 'application/json', undefined);
+          exchange.response(Buffer.from(gate.body));
+        }
         res.writeHead(gate.status, { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }).end(gate.body);
         log({ status: gate.status });
         return;
@@ -187,7 +227,11 @@ export class EgressProxy {
         setHost: false,
       },
       (up) => {
-        up.on('data', (c: Buffer) => (bytesIn += c.length));
+        exchange?.head(up.statusCode ?? null, up.headers['content-type'], up.headers['content-encoding']);
+        up.on('data', (c: Buffer) => {
+          bytesIn += c.length;
+          exchange?.response(c);
+        });
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
         up.on('end', () => log({ status: up.statusCode ?? null }));
@@ -197,12 +241,15 @@ export class EgressProxy {
       if (!res.headersSent)
         res
           .writeHead(502, { 'content-type': 'text/plain' })
-          .end(`the egress proxy could not reach ${url.host}: ${(err as NodeJS.ErrnoException).code ?? err.message}\n`);
+          .end(`${unreachableText(host, port, (err as NodeJS.ErrnoException).code ?? err.message)}\n`);
       else res.destroy();
       log({ status: res.headersSent ? null : 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
     });
     // Counted as it is piped: a listener attached earlier would start the body flowing before the upstream exists.
-    req.on('data', (c: Buffer) => (bytesOut += c.length));
+    req.on('data', (c: Buffer) => {
+      bytesOut += c.length;
+      exchange?.request(c);
+    });
     req.pipe(upstream);
   }
 
@@ -244,6 +291,7 @@ export class EgressProxy {
     };
     client.on('error', () => client.destroy());
     const gate = await this.gate(host, port, plan, identity);
+    if (gate.kind === 'unreachable') gate.detail = unreachableText(host, port, gate.detail);
     switch (gate.kind) {
       case 'drop':
         client.destroy();
@@ -261,7 +309,7 @@ export class EgressProxy {
       case 'unreachable': {
         const refused = gate.kind === 'refused';
         client.end(
-          `HTTP/1.1 ${refused ? '403 Forbidden' : '502 Bad Gateway'}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${gate.detail}\n`,
+          `${statusLine(refused ? 403 : 502, refused ? 'Forbidden' : 'Bad Gateway', gate.detail)}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: ${refused ? 'refused' : 'failed'}\r\n\r\n${gate.detail}\n`,
         );
         log({ status: refused ? 403 : 502, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
@@ -278,7 +326,8 @@ export class EgressProxy {
       upstream.pipe(client);
     });
     upstream.on('error', (err) => {
-      if (!client.destroyed && bytesIn === 0) client.end(`HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n`);
+      const why = unreachableText(host, port, (err as NodeJS.ErrnoException).code ?? err.message);
+      if (!client.destroyed && bytesIn === 0) client.end(`${statusLine(502, 'Bad Gateway', why)}\r\nConnection: close\r\n\r\n${why}\n`);
       else client.destroy();
       log({ status: 502, error: (err as NodeJS.ErrnoException).code ?? err.message });
     });

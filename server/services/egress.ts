@@ -7,6 +7,7 @@ import { FaultRules, type FaultPlan } from '../egress/faults';
 import { refuseAddress, type EgressRules } from '../egress/policy';
 import type { Clock } from '../core-deps';
 import type { EventBus } from '../events/bus';
+import { EXCHANGE_LIMITS, isProviderCall, ProviderExchanges } from '../egress/exchanges';
 
 /** Who makes an outbound call. */
 export interface EgressIdentity {
@@ -48,6 +49,7 @@ export interface OutboundResponse {
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
 
 /**
  * Everything that leaves the emulator on a snippet's behalf goes through here: the egress profile
@@ -57,6 +59,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export class EgressService {
   readonly log = new EgressLog();
   readonly faults: FaultRules;
+  /** The bodies of model calls (server/egress/exchanges.ts), for the agent run view; dropped with their invocation. */
+  readonly exchanges: ProviderExchanges;
 
   constructor(
     readonly rules: EgressRules,
@@ -69,6 +73,11 @@ export class EgressService {
     private readonly events?: EventBus,
   ) {
     this.faults = new FaultRules(clock);
+    this.exchanges = new ProviderExchanges(
+      (id) => this.tenantOf(id) !== null,
+      EXCHANGE_LIMITS,
+      () => clock().getTime(),
+    );
   }
 
   identify(invocationId: string | null): EgressIdentity {
@@ -137,8 +146,14 @@ export class EgressService {
       bytes_out: req.body?.length ?? 0,
       startedAt: started,
     };
-    const done = (fields: Partial<EgressEntry>) =>
-      this.record({
+    // A model call made for `integrations.call` (an `openai` integration): its bodies, for the agent run view.
+    const exchange =
+      req.identity.invocation_id && isProviderCall(req.method, req.url.pathname)
+        ? this.exchanges.open(req.identity.invocation_id, { source: 'integration', method: req.method, host, path: req.url.pathname })
+        : null;
+    if (exchange && req.body) exchange.request(req.body);
+    const done = (fields: Partial<EgressEntry>) => {
+      const entry = this.record({
         ...base,
         status: null,
         bytes_in: 0,
@@ -148,6 +163,9 @@ export class EgressService {
         error: null,
         ...fields,
       });
+      exchange?.finish(entry);
+      return entry;
+    };
 
     const plan = this.plan(host, req.integration);
     const deadline = started + req.timeoutMs;
@@ -163,6 +181,8 @@ export class EgressService {
     }
     if (plan.fail?.type === 'status') {
       const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
+      exchange?.head(plan.fail.status, 'application/json', undefined);
+      exchange?.response(Buffer.from(body));
       done({ status: plan.fail.status, bytes_in: Buffer.byteLength(body) });
       return {
         status: plan.fail.status,
@@ -181,6 +201,9 @@ export class EgressService {
     }
     try {
       const res = await this.request(req, target, deadline - performance.now());
+      // The core buffers an integration's answer: it arrives here whole, so its first token is its last.
+      exchange?.head(res.status, header(res.headers['content-type']), header(res.headers['content-encoding']));
+      exchange?.response(res.body);
       done({ status: res.status, bytes_in: res.body.length });
       return res;
     } catch (err) {
