@@ -31,6 +31,9 @@ export const eventRoutes = [
       sse.sendFrame('reset', sub.reset, sub.reset.latest ?? `${services.events.boot}-0`);
     }
     for (const e of sub.replay) send(e);
+    // A first comment now: the response's headers go out with the first bytes, so without it a reader of a quiet
+    // core waited for the first ping (up to pingMs, 15 s) before its fetch even resolved.
+    if (!sub.reset && sub.replay.length === 0) sse.stream.write(': open\n\n');
     ctx.res.once('close', close);
     return { status: 200, body: sse.stream, headers: { ...SSE_HEADERS } };
   }),
