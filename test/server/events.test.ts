@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -167,6 +168,26 @@ describe('GET /_emu/events', () => {
     bad.close();
   });
 
+  it('cuts off a reader that stopped reading, instead of buffering for it without end', async () => {
+    await until(() => core.emu.events.listenerCount === baseline);
+    const u = new URL(core.url);
+    const sock = connect({ host: u.hostname, port: Number(u.port) });
+    await new Promise<void>((r) => sock.once('connect', r));
+    sock.write(`GET /_emu/events HTTP/1.1\r\nHost: ${u.host}\r\nAuthorization: Bearer ${core.admin}\r\n\r\n`);
+    await until(() => core.emu.events.listenerCount === baseline + 1);
+    sock.pause(); // reads nothing more: the kernel's buffers fill, then the core's
+    const big = 'x'.repeat(16 * 1024);
+    try {
+      for (let i = 0; i < 2_000 && core.emu.events.listenerCount > baseline; i++) {
+        core.emu.events.publish('environment.created', { tenant_id: 't_x', env: big });
+        if (i % 50 === 0) await new Promise((r) => setTimeout(r, 5));
+      }
+      await until(() => core.emu.events.listenerCount === baseline);
+    } finally {
+      sock.destroy();
+    }
+  });
+
   it('keeps only the types asked for (exact or prefix*)', async () => {
     const feed = await openFeed('?types=secret.changed,store.*');
     core.emu.events.publish('environment.created', { tenant_id: 't_x', env: 'filtered-out' });
@@ -237,6 +258,41 @@ describe('followEvents (contract/events-client.ts)', () => {
     expect(got[0]).toMatchObject({ type: 'environment.created', data: { env: 'before' } });
     expect(asked).toEqual([null, first.id]);
     await until(() => core.emu.events.listenerCount === baseline);
+  });
+
+  it('after a restart of the core, an id of the earlier start calls onReset once, then follows the new start', async () => {
+    const dataDir = await tempDir('svc-emu-events-restart-');
+    let first: TestCore | null = await startTestCore({ dataDir });
+    let second: TestCore | null = null;
+    try {
+      const old = first.emu.events.publish('environment.created', { tenant_id: 't_r', env: 'before-restart' });
+      await first.stop();
+      first = null;
+      second = await startTestCore({ dataDir });
+      const ac = new AbortController();
+      const resets: unknown[] = [];
+      const got: EmuEvent[] = [];
+      const reading = (async () => {
+        for await (const e of followEvents(
+          { baseUrl: second!.url, adminToken: second!.admin },
+          { lastEventId: old.id, signal: ac.signal, types: 'environment.created', onReset: (r) => void resets.push(r) },
+        )) {
+          got.push(e);
+          ac.abort();
+        }
+      })();
+      await until(() => resets.length === 1);
+      const fresh = second.emu.events.publish('environment.created', { tenant_id: 't_r', env: 'after-restart' });
+      await reading;
+      // `latest` is this start's newest id when the reader came (null here: nothing had happened yet).
+      expect(resets).toEqual([{ reason: 'other_boot', latest: null }]);
+      expect(got.map((e) => e.id)).toEqual([fresh.id]);
+      expect(fresh.id.split('-')[0]).not.toBe(old.id.split('-')[0]);
+    } finally {
+      await first?.stop();
+      await second?.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('throws the refusal when retrying cannot help (a bad token)', async () => {
@@ -410,6 +466,36 @@ describe('every change publishes its event (real API, loader, inbox, egress)', (
     );
     expect(cancelled.data).toMatchObject({ outcome: 'cancelled', status: 'failed' });
     expect(feed.raw()).not.toContain('input-VALUE-never-in-events');
+  });
+
+  it('a queued async job cancelled before it starts: finished (cancelled), never started', async () => {
+    // One slot for the tenant: the first job holds it, the second waits in the queue.
+    await ok(wcore.call('PATCH', '/_emu/tenants/local/limits', { max_concurrency: 1 }, { key: wcore.admin }));
+    try {
+      const holding = upcoming('invocation.started', (d) => d.mode === 'async');
+      const first = await ok(wcore.call('POST', '/v1/invoke/evt', { sleep: 20_000 }, { headers: { 'x-invoke-mode': 'async' } }), 202);
+      await holding;
+      const second = await ok(wcore.call('POST', '/v1/invoke/evt', {}, { headers: { 'x-invoke-mode': 'async' } }), 202);
+      const qid = second.json.invocation_id as string;
+      const from = feed.frames.length;
+      const cancelled = await expectEvent(
+        'invocation.finished',
+        (d) => d.id === qid,
+        () => ok(wcore.call('POST', `/v1/invocations/${qid}/cancel`), 202),
+      );
+      expect(cancelled.data).toMatchObject({ status: 'failed', outcome: 'cancelled', error: { code: 'cancelled' }, duration_ms: null });
+      await expectEvent(
+        'invocation.finished',
+        (d) => d.id === first.json.invocation_id,
+        () => ok(wcore.call('POST', `/v1/invocations/${first.json.invocation_id as string}/cancel`), 202),
+      );
+      const startedQueued = feed.frames
+        .slice(from)
+        .filter((f) => f.event === 'invocation.started' && (JSON.parse(f.data) as { data: { id: string } }).data.id === qid);
+      expect(startedQueued).toEqual([]);
+    } finally {
+      await ok(wcore.call('PATCH', '/_emu/tenants/local/limits', { max_concurrency: 10 }, { key: wcore.admin }));
+    }
   });
 
   it('callback attempts and inbox deliveries', async () => {
