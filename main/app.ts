@@ -13,7 +13,14 @@ export interface EmulatorHandle {
   url: string;
   adminToken: string;
   localApiKey: string | null;
+  /** The GUI's session cookie (server/http/gui-session.ts), set on the window's session so it opens signed in. */
+  guiCookie?(): { name: string; value: string };
   stop(): Promise<void>;
+}
+
+/** The part of Electron's `Cookies` the window's sign-in uses. */
+export interface CookiesLike {
+  set(details: { url: string; name: string; value: string; httpOnly: boolean; sameSite: 'strict'; secure: boolean }): Promise<void>;
 }
 
 export interface EmulatorStartConfig {
@@ -117,7 +124,7 @@ export interface ElectronLike {
   };
   clipboard: { writeText(text: string): void };
   Tray: new (iconPath: string) => TrayLike;
-  session: { defaultSession: SessionLike };
+  session: { defaultSession: SessionLike & { cookies: CookiesLike } };
 }
 
 export interface Logger {
@@ -265,7 +272,23 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     win.on('closed', () => {
       if (window === win) window = null;
     });
-    win.loadURL(`${handle.url.replace(/\/+$/, '')}/`).catch((error: unknown) => log.error('Loading the GUI failed:', error));
+    // Signed in before the first request: the core's session cookie on the window's session (no token in any
+    // URL; a session cookie, set again at every start, so none is left on disk between runs).
+    const gui = `${handle.url.replace(/\/+$/, '')}/`;
+    const cookie = handle.guiCookie?.();
+    const loading = cookie
+      ? deps.electron.session.defaultSession.cookies
+          .set({
+            url: gui,
+            name: cookie.name,
+            value: cookie.value,
+            httpOnly: true,
+            sameSite: 'strict',
+            secure: origin.startsWith('https:'),
+          })
+          .then(() => win.loadURL(gui))
+      : win.loadURL(gui);
+    loading.catch((error: unknown) => log.error('Loading the GUI failed:', error));
     return win;
   };
 

@@ -13,6 +13,7 @@ import { buildOpenApi } from '../contract/openapi';
 import { createServices, egressService, type Services } from './services';
 import { InvocationService } from './services/invocations';
 import { acquireDataDir, dataDirPaths } from './storage/data-dir';
+import { recordCore } from './storage/running-cores';
 import { openState } from './open-state';
 import { quarantineDir, quarantinedBlobs } from './storage/quarantine';
 import { runDoctor } from './doctor';
@@ -32,6 +33,7 @@ export { DataDirError, DataDirInUseError } from './errors';
 export { EMULATOR_VERSION } from './version';
 export { keyFileProvider, keychainKeyPath, type SecretKeyProvider } from './crypto/secret-box';
 export { dataDirPaths } from './storage/data-dir';
+export { coresDir } from './storage/running-cores';
 export { executorAgentFor, type ExecutorChoice } from './executor-choice';
 
 export interface RunningEmulator {
@@ -287,6 +289,15 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     url = `http://${hostForUrl(config.host)}:${port}`;
     self = selfEndpoint(server.address() as AddressInfo, url);
     await lock.update({ port, url, admin_token: adminToken });
+    if (config.coresDir) {
+      // The per-user list of running emulators (server/storage/running-cores.ts): how the CLI finds this core from any folder.
+      const unrecord = await recordCore(
+        config.coresDir,
+        { url, data_dir: paths.root, workspace: config.workspace, started_at: new Date().toISOString(), version: EMULATOR_VERSION },
+        port,
+      );
+      cleanup.push(unrecord);
+    }
     services.async.start();
 
     const sweeper = setInterval(() => {

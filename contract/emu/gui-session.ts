@@ -9,10 +9,11 @@ import { ok, problems } from '../responses';
  */
 export const GuiSessionView = z
   .object({
-    via: z.enum(['token', 'cookie']).meta({ description: 'How this request was authenticated.' }),
-    admin_token: z.string().meta({
+    signed_in: z.boolean().meta({ description: 'Whether this request carries this run’s admin token or a current session cookie.' }),
+    via: z.enum(['token', 'cookie']).nullable().meta({ description: 'How this request was authenticated (null: it was not).' }),
+    admin_token: z.string().nullable().meta({
       description:
-        'This run’s admin token (it changes at every start): what the GUI sends as `X-Emu-Admin` beside `X-Emu-Limits` on `/v1`, where the cookie is never accepted.',
+        'Signed in: this run’s admin token (it changes at every start), what the GUI sends as `X-Emu-Admin` beside `X-Emu-Limits` on `/v1`, where the cookie is never accepted. Null otherwise.',
     }),
   })
   .meta({ id: 'GuiSessionView' });
@@ -27,10 +28,12 @@ export const emuGuiSession = defineOperation({
   operationId: 'emuGuiSession',
   method: 'get',
   path: '/_emu/gui-session',
-  auth: 'admin',
+  auth: 'none',
   tag: 'Emulator',
-  summary: 'The GUI’s session: how this request signed in, and this run’s admin token (for X-Emu-Admin)',
-  responses: { 200: ok('The session.', GuiSessionView), ...problems(401) },
+  summary: 'Whether this request is signed in (the GUI asks before anything else), and if so this run’s admin token (for X-Emu-Admin)',
+  description:
+    'Unauthenticated on purpose: a browser that is not signed in learns only `signed_in: false` (so the GUI shows its sign-in page without a failed request).',
+  responses: { 200: ok('The session.', GuiSessionView) },
 });
 
 export const emuRotateGuiSession = defineOperation({

@@ -1,5 +1,5 @@
-// The GUI's one way to the core: `/v1` with the tenant's key, `/_emu` with the admin token. No React
-// here, so it can be tested under Node.
+// The GUI's one way to the core: `/v1` with the tenant's key, `/_emu` with the session cookie the browser
+// sends by itself (renderer/src/session.ts). No React here, so it can be tested under Node.
 import { createClient, type Client } from '../../contract/client';
 
 /**
@@ -11,16 +11,16 @@ export { operations } from '../../contract';
 
 export interface Api {
   /**
-   * The typed client (contract/client.ts) with the local tenant's key on `/v1` ops and the admin token on
-   * `/_emu` ops: `api.client.call(operations.getSnippet, { params: { id } })`. An error answer throws ProblemError.
+   * The typed client (contract/client.ts) with the local tenant's key on `/v1` ops and the session cookie (or
+   * a token given to createApi, in tests) on `/_emu` ops: `api.client.call(operations.getSnippet, { params: { id } })`. An error answer throws ProblemError.
    */
   readonly client: Client;
   /** The local tenant's key (shown on the overview, used for /v1). */
   readonly key: string | null;
 }
 
-export function createApi(opts: { token: string; key: string | null; fetchImpl?: typeof fetch }): Api {
-  const client = createClient({ key: opts.key, adminToken: opts.token, ...(opts.fetchImpl ? { fetch: opts.fetchImpl } : {}) });
+export function createApi(opts: { token?: string | null; key: string | null; fetchImpl?: typeof fetch }): Api {
+  const client = createClient({ key: opts.key, adminToken: opts.token ?? null, ...(opts.fetchImpl ? { fetch: opts.fetchImpl } : {}) });
   return { key: opts.key, client };
 }
 

@@ -1,4 +1,4 @@
-// The GUI: signs in with the admin token (URL, desktop bridge or session), then the pages of
+// The GUI: signed in by the core's session cookie (renderer/src/session.ts), then the pages of
 // pages/registry.tsx in a sidebar layout, on hash routes. It talks to the core over HTTP only.
 // Keyboard: a "Skip to content" link first, focus on the new page's h1 after every page switch, `g`
 // shortcuts and a `?` overlay (ui/shortcuts.tsx). Narrow windows get a top bar with a menu button.
@@ -6,7 +6,7 @@ import './zod-jitless'; // first: before any contract schema is built
 import { StrictMode, Suspense, useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import './styles.css'; // first: the pages' own CSS, imported below, wins ties with the shell's
-import { acquireToken, fetchInfo, TOKEN_STORAGE_KEY, type EmulatorInfo } from './session';
+import { dropRejectedToken, fetchInfo, isSignedIn, signInThroughBridge, type EmulatorInfo } from './session';
 import { pageNonce, stampStyleNonces } from './csp-nonce';
 import { createApi } from './api';
 import { Ctx } from './context';
@@ -17,16 +17,9 @@ import { goShortcuts, ShortcutsHelp, useShortcuts } from './ui/shortcuts';
 
 type State =
   | { kind: 'loading' }
-  | { kind: 'no-token' }
-  | { kind: 'rejected' }
+  | { kind: 'signed-out'; staleLink: boolean }
   | { kind: 'error'; message: string }
-  | { kind: 'ok'; info: EmulatorInfo; token: string };
-
-const HINT = (
-  <p>
-    Open the URL printed by <code>npm start</code>, which carries <code>?token=…</code>
-  </p>
-);
+  | { kind: 'ok'; info: EmulatorInfo };
 
 function App() {
   const [state, setState] = useState<State>({ kind: 'loading' });
@@ -34,46 +27,41 @@ function App() {
   useEffect(() => {
     let live = true;
     void (async () => {
-      const token = await acquireToken({
-        location: window.location,
-        history: window.history,
-        storage: window.sessionStorage,
-        bridge: window.svcEmu,
-      });
-      if (!token) {
-        if (live) setState({ kind: 'no-token' });
-        return;
-      }
-      const result = await fetchInfo(token);
+      // A `?token=` still here is one the core did not take (it redirects a good one away).
+      const staleLink = dropRejectedToken({ location: window.location, history: window.history });
+      // Asked first, so a browser that is not signed in sees the sign-in page without a failed request.
+      const result = (await isSignedIn()) === false ? ({ kind: 'rejected' } as const) : await fetchInfo();
       if (!live) return;
       if (result.kind === 'rejected') {
-        window.sessionStorage.removeItem(TOKEN_STORAGE_KEY);
-        setState({ kind: 'rejected' });
-      } else if (result.kind === 'ok') setState({ ...result, token });
-      else setState(result);
+        // The desktop app, signed out while it ran (a rotation): its bridge signs it in again.
+        const replaced = await signInThroughBridge(window.svcEmu, { location: window.location, storage: window.sessionStorage });
+        if (live && !replaced) setState({ kind: 'signed-out', staleLink });
+      } else setState(result);
     })();
     return () => {
       live = false;
     };
   }, []);
 
-  if (state.kind === 'ok') return <Shell info={state.info} token={state.token} />;
+  if (state.kind === 'ok') return <Shell info={state.info} />;
   return (
     <main>
       <header>
         <h1>Snippet Emulator</h1>
       </header>
       {state.kind === 'loading' && <Loading label="Connecting…" />}
-      {state.kind === 'no-token' && (
-        <section className="notice" role="alert">
-          <h2>No admin token</h2>
-          {HINT}
-        </section>
-      )}
-      {state.kind === 'rejected' && (
-        <section className="notice" role="alert">
-          <h2>The admin token was rejected</h2>
-          {HINT}
+      {state.kind === 'signed-out' && (
+        <section className="notice" role="alert" data-testid="sign-in">
+          <h2>Sign in</h2>
+          {state.staleLink && <p>That link’s admin token is not this run’s: the admin token changes every time the emulator starts.</p>}
+          <p>
+            Open the URL that <code>npm start</code> (or <code>svc-emu serve</code>) printed, which carries the admin token as{' '}
+            <code>?token=…</code>. It signs this browser in once: every tab, bookmarks and later starts stay signed in.
+          </p>
+          <p>
+            Lost it, or signed out? Run <code>svc-emu gui-token rotate</code>: it prints a new sign-in URL (and signs every other browser
+            out).
+          </p>
         </section>
       )}
       {state.kind === 'error' && (
@@ -87,8 +75,8 @@ function App() {
 }
 
 /** The signed-in app: a sidebar of pages and the page the hash route names. */
-function Shell({ info, token }: { info: EmulatorInfo; token: string }) {
-  const api = useMemo(() => createApi({ token, key: info.localApiKey }), [token, info.localApiKey]);
+function Shell({ info }: { info: EmulatorInfo }) {
+  const api = useMemo(() => createApi({ key: info.localApiKey }), [info.localApiKey]);
   const route = useRoute();
   const def = PAGES.find((p) => p.page === route.page);
   const Page = def?.component;

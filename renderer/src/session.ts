@@ -1,9 +1,12 @@
-// Admin-token hand-over and the `/_emu/info` call. No React here, so it can be tested under Node.
+// Signing in and the `/_emu/info` call. No React here, so it can be tested under Node.
+//
+// The GUI signs in once: opening it with `?token=<admin token>` makes the core answer a redirect without the
+// token and an HttpOnly session cookie (server/http/gui-session.ts), which every tab then sends by itself and
+// which survives restarts of the core. The GUI never holds a credential for `/_emu`; the desktop app's main
+// process sets the cookie on its window before loading it (main/app.ts).
 import { operations } from '../../contract';
 import { createClient, type RawReply } from '../../contract/client';
 import type { SvcEmuBridge } from '../../main/bridge';
-
-export const TOKEN_STORAGE_KEY = 'svc-emu.admin-token';
 
 export interface TenantCaps {
   name: string;
@@ -26,44 +29,70 @@ export interface EmulatorInfo {
   tenants: TenantCaps[];
 }
 
-export interface TokenSources {
+export interface AddressBar {
   location: Pick<Location, 'href'>;
   history: Pick<History, 'replaceState' | 'state'>;
-  storage: Pick<Storage, 'getItem' | 'setItem'>;
-  bridge: SvcEmuBridge | undefined;
 }
 
 /**
- * The admin token, in order: `?token=` in the URL (then removed from the address bar and kept in
- * sessionStorage, so a reload still works), the desktop app's preload bridge, sessionStorage.
+ * A `?token=` still in the address bar is one the core did not accept (it redirects this run's admin token
+ * away): removed from the address bar (and so from the history), and reported, so the sign-in page can say so.
  */
-export async function acquireToken(src: TokenSources): Promise<string | null> {
+export function dropRejectedToken(src: AddressBar): boolean {
   const url = new URL(src.location.href);
-  const fromUrl = url.searchParams.get('token');
-  if (fromUrl !== null) {
-    url.searchParams.delete('token');
-    src.history.replaceState(src.history.state, '', `${url.pathname}${url.search}${url.hash}`);
-    if (fromUrl) {
-      src.storage.setItem(TOKEN_STORAGE_KEY, fromUrl);
-      return fromUrl;
-    }
+  if (!url.searchParams.has('token')) return false;
+  url.searchParams.delete('token');
+  src.history.replaceState(src.history.state, '', `${url.pathname}${url.search}${url.hash}`);
+  return true;
+}
+
+const BRIDGE_TRY_KEY = 'svc-emu.bridge-sign-in';
+
+/**
+ * The desktop app signed out (a `gui-token rotate` while it ran): sign in again with the admin token its
+ * bridge hands over, once a minute at most (a loop would never end if the core kept refusing). True when
+ * the page is being replaced.
+ */
+export async function signInThroughBridge(
+  bridge: SvcEmuBridge | undefined,
+  page: { location: Pick<Location, 'href' | 'replace'>; storage: Pick<Storage, 'getItem' | 'setItem'>; now?: () => number },
+): Promise<boolean> {
+  if (!bridge) return false;
+  const now = (page.now ?? Date.now)();
+  const last = Number(page.storage.getItem(BRIDGE_TRY_KEY) ?? 0);
+  if (now - last < 60_000) return false;
+  let token: string;
+  try {
+    token = await bridge.adminToken;
+  } catch {
+    return false;
   }
-  if (src.bridge) {
-    try {
-      const token = await src.bridge.adminToken;
-      if (token) return token;
-    } catch {
-      // fall through to a stored token
-    }
+  if (!token) return false;
+  page.storage.setItem(BRIDGE_TRY_KEY, String(now));
+  const url = new URL(page.location.href);
+  url.searchParams.set('token', token);
+  page.location.replace(`${url.pathname}${url.search}${url.hash}`);
+  return true;
+}
+
+/**
+ * Whether this browser is signed in (its session cookie is current), asked of `/_emu/gui-session`, which
+ * answers without a 401 either way; null when the core did not answer as expected (fetchInfo then says why).
+ */
+export async function isSignedIn(fetchImpl: typeof fetch = fetch): Promise<boolean | null> {
+  try {
+    return (await createClient({ fetch: fetchImpl }).call(operations.emuGuiSession)).signed_in;
+  } catch {
+    return null;
   }
-  return src.storage.getItem(TOKEN_STORAGE_KEY) || null;
 }
 
 export type InfoResult = { kind: 'ok'; info: EmulatorInfo } | { kind: 'rejected'; status: number } | { kind: 'error'; message: string };
 
-export async function fetchInfo(token: string, fetchImpl: typeof fetch = fetch): Promise<InfoResult> {
+/** `/_emu/info` with the session cookie (the browser sends it; no token here): `rejected` = not signed in. */
+export async function fetchInfo(fetchImpl: typeof fetch = fetch): Promise<InfoResult> {
   // Through the one client (contract/client.ts) and the contract's operation; any status is read here (`send`).
-  const client = createClient({ adminToken: token, fetch: fetchImpl });
+  const client = createClient({ fetch: fetchImpl });
   let reply: RawReply;
   try {
     reply = await client.send(operations.emuInfo, { headers: { accept: 'application/json' } });

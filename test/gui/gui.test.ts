@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SvcEmuBridge } from '../../main/bridge';
-import { TOKEN_STORAGE_KEY } from '../../renderer/src/session';
 import { startEmulator, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 import { tempDir } from '../helpers/core';
@@ -140,10 +139,12 @@ describe('GUI in Chromium', () => {
       const local = page.getByTestId('tenants').locator('tbody tr', { has: page.locator('td', { hasText: /^local$/ }) });
       expect(await local.locator('td').allInnerTexts()).toEqual(['local', '900,000 ms', '2,048 MB', '100 %', '10']);
 
-      // The token left the address bar (history.replaceState) and sits in sessionStorage.
+      // The token left the address bar (the core's redirect) and the page holds no credential: the session is an HttpOnly cookie.
       expect(await page.evaluate(() => location.search)).toBe('');
       expect(page.url()).not.toContain(core.adminToken);
-      expect(await page.evaluate((k) => sessionStorage.getItem(k), TOKEN_STORAGE_KEY)).toBe(core.adminToken);
+      expect(await page.evaluate(() => JSON.stringify({ ...sessionStorage, ...localStorage }) + document.cookie)).not.toContain(
+        core.adminToken,
+      );
 
       await mkdir(join(ROOT, 'test/.tmp'), { recursive: true });
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
@@ -154,30 +155,30 @@ describe('GUI in Chromium', () => {
     },
   );
 
-  it.skipIf(!!skipReason)('no token: tells the user to open the URL printed by npm start', async () => {
+  it.skipIf(!!skipReason)('not signed in: tells the user to open the URL printed by npm start', async () => {
     const w = await openPage();
     await w.page.goto(`${core.url}/`);
 
-    const alert = await shown(w, w.page.getByRole('alert'), 'the no-token notice');
-    expect(alert).toContain('No admin token');
-    expect(alert).toContain('Open the URL printed by npm start, which carries ?token=…');
+    const alert = await shown(w, w.page.getByRole('alert'), 'the sign-in notice');
+    expect(alert).toContain('Sign in');
+    expect(alert).toContain('Open the URL that npm start (or svc-emu serve) printed, which carries the admin token as ?token=…');
     expect(await apiKey(w.page).count()).toBe(0);
-    expect(w.requests.some((u) => u.includes('/_emu/'))).toBe(false); // nothing to sign in with: no API call
+    // Only the question "am I signed in?" (answered without a 401), nothing else of /_emu.
+    expect(w.requests.filter((u) => u.includes('/_emu/'))).toEqual([`${core.url}/_emu/gui-session`]);
   });
 
-  it.skipIf(!!skipReason)('wrong token: shows the rejected-token notice and forgets the token', async () => {
+  it.skipIf(!!skipReason)('wrong token: says the link is not this run’s and drops the token from the address bar', async () => {
     const w = await openPage();
     await w.page.goto(`${core.url}/?token=emu_wrong`);
 
     const alert = await shown(w, w.page.getByRole('alert'), 'the rejected-token notice');
-    expect(alert).toContain('The admin token was rejected');
-    expect(alert).toContain('Open the URL printed by npm start');
+    expect(alert).toContain('That link’s admin token is not this run’s');
+    expect(alert).toContain('Open the URL that npm start');
     expect(await apiKey(w.page).count()).toBe(0);
     expect(await w.page.evaluate(() => location.search)).toBe('');
-    expect(await w.page.evaluate((k) => sessionStorage.getItem(k), TOKEN_STORAGE_KEY)).toBeNull();
   });
 
-  it.skipIf(!!skipReason)('desktop mode: the preload bridge signs in without ?token=', async () => {
+  it.skipIf(!!skipReason)('desktop mode without the cookie (signed out while it ran): the preload bridge signs in again', async () => {
     const w = await openPage((context) => injectBridge(context, core.adminToken));
     await w.page.goto(`${core.url}/`);
 

@@ -81,7 +81,12 @@ describe('sign in once (a real core)', () => {
     const info = await raw(`${core.url}/_emu/info`, { headers: { cookie } });
     expect(info.status).toBe(200);
     const session = await raw(`${core.url}/_emu/gui-session`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
-    expect(await session.json()).toEqual({ via: 'cookie', admin_token: core.admin });
+    expect(await session.json()).toEqual({ signed_in: true, via: 'cookie', admin_token: core.admin });
+    // Asked without a session (the GUI's first question): a plain no, not a 401.
+    const none = await raw(`${core.url}/_emu/gui-session`);
+    expect([none.status, await none.json()]).toEqual([200, { signed_in: false, via: null, admin_token: null }]);
+    const stale = await raw(`${core.url}/_emu/gui-session`, { headers: { cookie: `${SESSION_COOKIE}=forged` } });
+    expect(await stale.json()).toMatchObject({ signed_in: false });
     expect((await raw(`${core.url}/_emu/info`)).status).toBe(401);
     expect((await raw(`${core.url}/_emu/info`, { headers: { cookie: `${SESSION_COOKIE}=forged` } })).status).toBe(401);
     const v1 = await raw(`${core.url}/v1/snippets`, { headers: { cookie } });

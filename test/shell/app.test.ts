@@ -104,6 +104,25 @@ describe('main/app runApp', () => {
     expect(win.visible).toBe(true);
   });
 
+  it('opens the window signed in: the core’s session cookie on the window’s session before the GUI loads, no token in the URL', async () => {
+    const core = fakeCore({ guiCookie: () => ({ name: 'svc_emu_session', value: 'cookie-value' }) });
+    const jar = stub.session.defaultSession;
+    const loadedWhenSet: (string | null)[] = [];
+    const set = jar.cookies.set;
+    jar.cookies.set = async (details) => {
+      loadedWhenSet.push(stub.BrowserWindow.instances[0]?.loadedURL ?? null);
+      await set(details);
+    };
+    await runApp(deps(core));
+    const win = stub.BrowserWindow.instances[0]!;
+    await vi.waitFor(() => expect(win.loadedURL).toBe('http://127.0.0.1:41234/'));
+    expect(jar.cookieJar).toEqual([
+      { url: 'http://127.0.0.1:41234/', name: 'svc_emu_session', value: 'cookie-value', httpOnly: true, sameSite: 'strict', secure: false },
+    ]);
+    expect(loadedWhenSet).toEqual([null]); // set before the first request
+    expect(win.loadedURL).not.toContain('token');
+  });
+
   it('stops the core before quitting, once, and then lets the quit through', async () => {
     const core = fakeCore();
     await runApp(deps(core));

@@ -49,6 +49,13 @@ export class FakeSession {
     null;
   devicePermissionHandler: ((details: unknown) => boolean) | null = null;
   displayMediaRequestHandler: ((request: unknown, callback: (streams: unknown) => void) => void) | null = null;
+  /** What `cookies.set` was given, in order. */
+  readonly cookieJar: Record<string, unknown>[] = [];
+  readonly cookies = {
+    set: async (details: Record<string, unknown>): Promise<void> => {
+      this.cookieJar.push(details);
+    },
+  };
   setPermissionRequestHandler(handler: FakeSession['permissionRequestHandler']): void {
     this.permissionRequestHandler = handler;
   }

@@ -1,6 +1,6 @@
 // What the snippet pages read from the core: the shapes of /v1 snippets, versions, deployments (from the
 // the contract's schemas, renderer/src/types.ts), of /_emu/workspace, and the small fetch helpers the pages share.
-import { operations, type Api } from '../api';
+import { createApi, operations, type Api } from '../api';
 import type {
   Deployment,
   Environment,
@@ -13,7 +13,6 @@ import type {
   WorkspaceSkippedEntry,
   WorkspaceView as WorkspaceAnswer,
 } from '../types';
-import { TOKEN_STORAGE_KEY } from '../session';
 
 export type { Deployment, Environment, Invocation, Runtime, Snippet, Version };
 export type Limits = Pick<Version, 'timeout_ms' | 'max_memory_mb' | 'max_cpu_percent'>;
@@ -101,14 +100,12 @@ export function where(problem: FolderProblem): string | null {
 }
 
 /**
- * The admin token the app signed in with (per-run limit overrides need it as `X-Emu-Admin`): the
- * session keeps it after a `?token=` sign-in; the desktop app hands it over through the bridge.
+ * This run's admin token, for `X-Emu-Admin` beside per-run limit overrides on `/v1` (where the GUI's session
+ * cookie is never accepted): asked of `/_emu/gui-session` with the cookie, each time (it changes at a restart).
  */
 export async function adminToken(): Promise<string | null> {
-  const stored = window.sessionStorage.getItem(TOKEN_STORAGE_KEY);
-  if (stored) return stored;
   try {
-    return (await window.svcEmu?.adminToken) ?? null;
+    return (await createApi({ key: null }).client.call(operations.emuGuiSession)).admin_token;
   } catch {
     return null;
   }
