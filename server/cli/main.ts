@@ -19,6 +19,7 @@ import { jsonLogger, type LogLevel } from '../logger';
 import { followTerminalLines, LOG_FORMATS, LOG_LEVELS, prettyLogger, useColour, type LogFormat } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
+import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -56,6 +57,7 @@ Usage:
   svc-emu key create --tenant NAME
   svc-emu doctor
 ${LIMA_USAGE}
+${GUI_TOKEN_USAGE}
 ${CLIENT_USAGE}
 
 Every command takes --data-dir DIR (default $SVC_EMU_DATA_DIR, set in the GUI's terminals, else ./.svc-emu) and --json.
@@ -129,6 +131,9 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
           { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() },
           io,
         );
+      case 'gui-token':
+        // server/cli/gui-token.ts: through the running core when one runs, else on the data dir's secret file.
+        return await runGuiToken(positionals.slice(1), { json: values.json === true, dataDir }, io);
       case 'doctor': {
         expectArgs(positionals, 1);
         const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot(), dataDir });

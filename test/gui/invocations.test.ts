@@ -1,6 +1,6 @@
 // The invocation pages in Chromium against a real core running real Bun snippets: the history list, one
 // invocation (output or error, logs, the memory/CPU timeline against its limits, the callback, cancel,
-// replay) and the live stream inspector watching a stream while it runs. Screenshots of every page land
+// run again) and the live stream inspector watching a stream while it runs. Screenshots of every page land
 // in test/.tmp/gui/. Skips loudly when Chromium or the build is missing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
@@ -346,31 +346,29 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     expect([...w.errors, ...narrow.errors]).toEqual([]);
   });
 
-  it('replays an invocation (same version and mode, input from the textarea) and cancels a running one', async () => {
+  it('runs an invocation again (same version, mode and stored input) and cancels a running one', async () => {
     const w = await open();
     const { page } = w;
     await w.go(`invocation/${ids.hello}`);
-    const input = page.getByTestId('replay-input');
-    expect(await input.inputValue()).toBe('{}');
-    await input.fill('{"name": "again"}');
-    await page.getByTestId('replay').click();
+    // The stored input, shown folded (its text is there before it is opened).
+    expect(JSON.parse((await page.getByTestId('stored-input').locator('pre').textContent()) ?? '')).toEqual({ name: 'Ada' });
+    await page.getByTestId('run-again').click();
     await until('a new invocation page', async () => {
       const m = /#\/invocation\/([^/?]+)$/.exec(page.url());
       return m && m[1] !== ids.hello ? m[1] : null;
     });
     const replayed = /#\/invocation\/([^/?]+)$/.exec(page.url())![1]!;
     await page.locator('[data-testid=invocation][data-outcome=success]').waitFor();
-    expect(await page.getByTestId('inv-output').innerText()).toContain('Hello, again');
+    expect(await page.getByTestId('inv-output').innerText()).toContain('Hello, Ada');
     const rec = (await gui.core.call('GET', `/v1/invocations/${replayed}`)).json;
     expect(rec).toMatchObject({ snippet: 'hello', version: 1, mode: 'sync', outcome: 'success' });
 
-    // A stream replays into the live inspector.
+    // A stream runs again into the live inspector.
     await w.go(`invocation/${ids.ticker}`);
-    await page.getByTestId('replay-input').fill('{"n": 2, "pause_ms": 100}');
-    await page.getByTestId('replay').click();
+    await page.getByTestId('run-again').click();
     await page.getByTestId('stream-inspector').waitFor();
     await page.getByTestId('stream-result').waitFor();
-    expect(await page.locator('[data-testid=stream-event][data-event=chunk]').count()).toBe(2);
+    expect(await page.locator('[data-testid=stream-event][data-event=chunk]').count()).toBe(3);
 
     // Cancel: a slow sync run, found while it runs.
     const slow = gui.core.call('POST', '/v1/invoke/hello', { sleep_ms: 20_000 });

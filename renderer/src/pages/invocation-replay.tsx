@@ -1,131 +1,115 @@
-// Replay: the same snippet and version, in the same mode, with an input the user gives (inputs are not
-// exposed over the API, so they cannot be copied). Sync and async open the new invocation; stream starts
-// the run, keeps reading it in the background (a client that disconnects cancels a stream) and opens the
-// live inspector on it.
+// Run again / Edit and run, on an invocation's page. The invocation kept its input (secrets' values
+// redacted, up to 64 KiB of JSON: server/services/stored-input.ts) and its X-Emu-Limits overrides, so "Run
+// again" sends the same snippet, version, env, mode, input and overrides; "Edit and run" opens the
+// snippet's Run panel prefilled with them (`#/snippet/NAME/run/from/ID`). The run is held by the tab
+// (renderer/src/runs.ts), so a stream goes on while its live inspector, which opens next, is watched.
 import { useState } from 'react';
-import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
-import { navigate } from '../router';
-import { ProblemNotice } from '../ui/kit';
+import { href, navigate } from '../router';
+import { runs, type RunRequest } from '../runs';
+import { Json, ProblemNotice } from '../ui/kit';
+import { adminToken } from './snippet-data';
 import { type InvocationDetail } from './invocation-common';
 
-/** The input to prefill: `{}`, plus the original callback_url for an async run that had one. */
-function initialInput(inv: InvocationDetail): string {
-  return inv.mode === 'async' && inv.callback ? JSON.stringify({ callback_url: inv.callback.url }, null, 2) : '{}';
+/** What "Run again" sends, or why it cannot (the input was not kept). */
+export function runAgainRequest(inv: InvocationDetail): RunRequest | { missing: string } {
+  if (inv.input === null) {
+    return {
+      missing: inv.input_truncated
+        ? 'Its input was over 64 KiB of JSON, so it was not kept: use Edit and run to give one.'
+        : 'Its input was not kept (it ran before inputs were stored): use Edit and run to give one.',
+    };
+  }
+  const body: Record<string, unknown> = { ...inv.input };
+  // An async run's callback_url was taken out of its input: it goes back in.
+  if (inv.mode === 'async' && inv.callback && !('callback_url' in body)) body.callback_url = inv.callback.url;
+  const limits = Object.entries(inv.overrides ?? {})
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  return {
+    snippet: inv.snippet,
+    mode: inv.mode,
+    query: { version: String(inv.version), ...(inv.env ? { env: inv.env } : {}) },
+    body,
+    limits,
+  };
 }
 
-/** Reads a stream to its end without keeping it (the stream's own page follows it through /_emu). */
-function drain(events: AsyncIterable<unknown>): void {
-  void (async () => {
-    for await (const _ of events);
-  })().catch(() => {});
-}
-
-/** An answer that names no invocation, as the error the GUI shows (its problem's code and detail when it has one). */
-const problemOf = (r: { status: number; headers: Headers; body?: unknown; text: string }) =>
-  new ProblemError(
-    operations.invoke.operationId,
-    r.status,
-    r.headers,
-    r.body && typeof r.body === 'object' ? (r.body as Record<string, unknown>) : {},
-    r.text,
-  );
-
-export function Replay({ inv }: { inv: InvocationDetail }) {
+export function RunAgain({ inv }: { inv: InvocationDetail }) {
   const { api } = useApp();
-  const [input, setInput] = useState(() => initialInput(inv));
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const [inputError, setInputError] = useState<string | null>(null);
+  const [failure, setFailure] = useState<{ status: number; body: unknown } | { error: unknown } | null>(null);
+  const req = runAgainRequest(inv);
+  const redacted = inv.input !== null && JSON.stringify(inv.input).includes('[secret ');
 
-  const run = async () => {
-    let body: unknown;
-    try {
-      body = JSON.parse(input);
-    } catch (e) {
-      setInputError(`Not JSON: ${(e as Error).message}`);
-      return;
-    }
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      setInputError('The input must be a JSON object, e.g. {}');
-      return;
-    }
-    setInputError(null);
-    setError(null);
+  const runAgain = async () => {
+    if ('missing' in req) return;
     setBusy(true);
-    try {
-      const input = {
-        params: { snippet: inv.snippet },
-        query: { version: String(inv.version) },
-        body: body as Record<string, unknown>,
-        headers: inv.mode === 'sync' ? {} : { 'x-invoke-mode': inv.mode },
-      };
-      if (inv.mode === 'stream') {
-        const events = await api.client.stream(operations.invoke, input).catch((e: unknown) => {
-          // A refusal that still names its invocation opens it, as a sync failure does below.
-          const refused = e instanceof ProblemError ? e.headers.get('X-Invocation-Id') : null;
-          if (refused) return refused;
-          throw e;
-        });
-        if (typeof events === 'string') return navigate('invocation', events);
-        const id = events.headers.get('X-Invocation-Id');
-        if (!id) throw problemOf({ status: events.status, headers: events.headers, text: '' });
-        drain(events);
-        navigate('stream', id);
-        return;
-      }
-      // Sync answers when the run has ended, success or not; a failure still names its invocation.
-      const res = await api.client.send(operations.invoke, input);
-      const id = res.headers.get('X-Invocation-Id');
-      if (id) {
-        navigate('invocation', id);
-        return;
-      }
-      throw problemOf(res);
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
+    setFailure(null);
+    const id = await runs.start(api, req, adminToken);
+    setBusy(false);
+    if (id) {
+      // A stream opens in the live inspector (this tab keeps reading it); the others on their new page.
+      navigate(inv.mode === 'stream' ? 'stream' : 'invocation', id);
+      return;
     }
+    const r = runs.get(inv.snippet)?.result;
+    if (r?.mode === 'refused') setFailure({ status: r.status, body: r.body });
+    else if (r?.mode === 'error') setFailure({ error: r.error });
+    else setFailure({ error: new Error('The core answered without naming an invocation.') });
   };
 
+  const where = `${inv.snippet} v${inv.version}${inv.env ? ` in ${inv.env}` : ''}`;
   return (
-    <section className="card inv-card" aria-labelledby="replay-h">
-      <h2 id="replay-h">Replay</h2>
+    <section className="card inv-card" aria-labelledby="again-h" data-testid="run-again-card">
+      <h2 id="again-h">Run again</h2>
       <p className="muted inv-hint">
-        Runs <strong>{inv.snippet}</strong> version <strong>{inv.version}</strong> again in <strong>{inv.mode}</strong> mode. Inputs are not
-        stored, so give the input here.
-        {inv.overridden && ' The per-run limit overrides of this run are not replayed: the version’s limits apply.'}
+        Runs <strong>{where}</strong> again in <strong>{inv.mode}</strong> mode with the same input
+        {inv.overrides ? ' and the same limit overrides' : ''}, or opens it in the Run panel to edit first.
+        {redacted && ' Secret values in the input were stored as "[secret NAME]" and are sent as such.'}
       </p>
-      <label className="inv-label" htmlFor="replay-input">
-        Input (JSON object)
-      </label>
-      <textarea
-        id="replay-input"
-        className="inv-textarea"
-        data-testid="replay-input"
-        value={input}
-        spellCheck={false}
-        rows={Math.min(10, Math.max(3, input.split('\n').length))}
-        onChange={(e) => setInput(e.target.value)}
-        aria-invalid={inputError ? true : undefined}
-        aria-describedby={inputError ? 'replay-input-error' : undefined}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) void run();
-        }}
-      />
-      {inputError && (
-        <p id="replay-input-error" className="inv-field-error" role="alert">
-          {inputError}
+      {inv.input !== null ? (
+        <details className="inv-stored-input" data-testid="stored-input">
+          <summary>Input ({JSON.stringify(inv.input).length.toLocaleString()} characters of JSON)</summary>
+          <Json value={inv.input} />
+        </details>
+      ) : (
+        <p className="inv-hint" data-testid="stored-input-missing">
+          {'missing' in req ? req.missing : ''}
+        </p>
+      )}
+      {inv.overrides && (
+        <p className="muted inv-hint" data-testid="stored-overrides">
+          Overrides (X-Emu-Limits):{' '}
+          <code>
+            {Object.entries(inv.overrides)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(',')}
+          </code>
         </p>
       )}
       <div className="inv-actions">
-        <button type="button" className="inv-btn inv-btn-primary" data-testid="replay" onClick={() => void run()} disabled={busy}>
-          {busy ? (inv.mode === 'sync' ? 'Running…' : 'Starting…') : `Replay v${inv.version} (${inv.mode})`}
+        <button
+          type="button"
+          className="inv-btn inv-btn-primary"
+          data-testid="run-again"
+          onClick={() => void runAgain()}
+          disabled={busy || 'missing' in req}
+        >
+          {busy ? (inv.mode === 'sync' ? 'Running…' : 'Starting…') : 'Run again'}
         </button>
-        <span className="muted inv-kbd-hint">Ctrl+Enter</span>
+        <a className="inv-btn" href={href('snippet', inv.snippet, 'run', 'from', inv.id)} data-testid="edit-and-run">
+          Edit and run
+        </a>
       </div>
-      {error !== null && <ProblemNotice error={error} title="The replay was refused" />}
+      {failure && 'error' in failure && <ProblemNotice error={failure.error} title="The run could not start" />}
+      {failure && 'status' in failure && (
+        <div className="inv-card-error" data-testid="run-again-refused">
+          <strong>Refused (HTTP {failure.status})</strong>
+          <Json value={failure.body} />
+        </div>
+      )}
     </section>
   );
 }

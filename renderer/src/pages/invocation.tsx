@@ -1,6 +1,6 @@
 // One invocation (`#/invocation/{id}`): what ran and how it ended, usage against the limits, the
 // memory/CPU timeline with the stream's events on it, output or error, logs, parity warnings, the callback
-// and its deliveries; Cancel while it runs, Redeliver for a callback, Replay. Admin view
+// and its deliveries; Cancel while it runs, Redeliver for a callback, Run again / Edit and run. Admin view
 // (GET /_emu/invocations/{id}) plus the tenant's logs (GET /v1/invocations/{id}/logs); refreshed while it runs.
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { operations } from '../api';
@@ -23,7 +23,7 @@ import {
   type RecordedEvent,
 } from './invocation-common';
 import { TimelineChart } from './invocation-timeline';
-import { Replay } from './invocation-replay';
+import { RunAgain } from './invocation-replay';
 import './invocations.css';
 
 type Action = 'cancel' | 'redeliver';
@@ -327,7 +327,7 @@ export function InvocationPage({ params }: { params: string[] }) {
         </p>
       )}
 
-      <Replay inv={inv} />
+      <RunAgain inv={inv} />
     </div>
   );
 }

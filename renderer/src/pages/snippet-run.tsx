@@ -1,55 +1,23 @@
 // Run: invoke the snippet with a JSON input, sync / async / stream, on an environment or an explicit
 // version, with per-run limit overrides for QA (`X-Emu-Limits`, sent with the admin token as
-// `X-Emu-Admin`). Sync shows the answer; async polls the invocation until it ends; stream shows the
-// events as they arrive.
-import { useEffect, useRef, useState } from 'react';
-import { operations, ProblemError, type EventStream } from '../api';
+// `X-Emu-Admin`). Sync shows the answer; async shows the 202, then the record once the live feed says the
+// run finished; stream shows the events as they arrive. The run itself is held by the tab (renderer/src/
+// runs.ts), not this page: leaving for the live inspector (or anywhere) never ends it; Cancel does.
+// Overrides reset after each run unless "Pin" is checked (kept per snippet in localStorage).
+// `#/snippet/NAME/run/from/ID` prefills the form from invocation ID ("Edit and run" on its page).
+import { useEffect, useState } from 'react';
+import { operations } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
+import { useLiveEvent } from '../live-react';
+import { FINISHED, runs, useHeldRun, type Mode, type Result, type RunDraft, type RunMeta } from '../runs';
 import { describeError, Json, OutcomeBadge, ProblemNotice, useLoad } from '../ui/kit';
-import { adminToken, envOrder, getDeployments, getVersions, LIMIT_FIELDS, type Invocation, type Limits } from './snippet-data';
+import { adminToken, envOrder, getDeployments, getVersions, LIMIT_FIELDS, type Limits } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
+import './snippet-run.css';
 
-type Mode = 'sync' | 'async' | 'stream';
-
-interface RunMeta {
-  invocationId: string | null;
-  version: string | null;
-  env: string | null;
-}
-
-/** The run's invocation, version and environment, from the answer's headers (any status). */
-const metaOf = (headers: Headers): RunMeta => ({
-  invocationId: headers.get('X-Invocation-Id'),
-  version: headers.get('X-Snippet-Version'),
-  env: headers.get('X-Snippet-Env'),
-});
-
-/** An answer's body as shown: its JSON, its text when it is not JSON, null when empty. */
-function parsedBody(text: string): unknown {
-  try {
-    return text ? JSON.parse(text) : null;
-  } catch {
-    return text; // not JSON: shown as text
-  }
-}
-
-interface StreamEvent {
-  id: number;
-  event: string;
-  at: number;
-  data: unknown;
-}
-
-type Result =
-  | { mode: 'sync'; status: number; ok: boolean; body: unknown; meta: RunMeta; ms: number }
-  | { mode: 'async'; status: number; accepted: unknown; meta: RunMeta; record: Invocation | null; polls: number; pollError: unknown }
-  | { mode: 'stream'; status: number; meta: RunMeta; events: StreamEvent[]; done: boolean; ms: number | null; cut: string | null }
-  | { mode: 'refused'; status: number; body: unknown; meta: RunMeta }
-  | { mode: 'error'; error: unknown };
-
-const POLL_MS = 250;
-const FINISHED = new Set(['succeeded', 'failed']);
+type Overrides = Record<keyof Limits, string>;
+const NO_OVERRIDES: Overrides = { timeout_ms: '', max_memory_mb: '', max_cpu_percent: '' };
 
 /** Why the input cannot be sent, or null. */
 export function inputProblem(text: string): string | null {
@@ -70,28 +38,114 @@ function overrideProblem(raw: string): string | null {
   return null;
 }
 
-export function RunTab({ snippet }: SnippetTabProps) {
+/** The target select's value as the invoke's query: `env:E`, `v:N`, or `ve:N:E` (that version, named as run in E). */
+function queryOf(target: string): { env?: string; version?: string } {
+  if (target.startsWith('env:')) return { env: target.slice(4) };
+  if (target.startsWith('v:')) return { version: target.slice(2) };
+  const ve = /^ve:(\d+):(.+)$/.exec(target);
+  return ve ? { version: ve[1]!, env: ve[2]! } : {};
+}
+
+// ---- pinned overrides, per snippet, in localStorage
+
+const pinKey = (snippet: string) => `svc-emu.run-overrides-pin.${snippet}`;
+
+function readPin(snippet: string): Overrides | null {
+  try {
+    const raw = window.localStorage.getItem(pinKey(snippet));
+    if (!raw) return null;
+    const v = JSON.parse(raw) as Partial<Overrides>;
+    return { ...NO_OVERRIDES, ...Object.fromEntries(LIMIT_FIELDS.map((f) => [f.key, String(v[f.key] ?? '')])) };
+  } catch {
+    return null;
+  }
+}
+
+function writePin(snippet: string, overrides: Overrides | null): void {
+  try {
+    if (overrides) window.localStorage.setItem(pinKey(snippet), JSON.stringify(overrides));
+    else window.localStorage.removeItem(pinKey(snippet));
+  } catch {
+    // storage refused (private mode, full): the pin lasts as long as the page
+  }
+}
+
+/** One form per snippet (its own draft, pin and held run). */
+export function RunTab(props: SnippetTabProps) {
+  return <RunPanel key={props.snippet.name} {...props} />;
+}
+
+function RunPanel({ snippet, rest }: SnippetTabProps) {
   const { api } = useApp();
+  const name = snippet.name;
   const [targets] = useLoad(async () => {
-    const [deployments, versions] = await Promise.all([getDeployments(api, snippet.name), getVersions(api, snippet.name)]);
+    const [deployments, versions] = await Promise.all([getDeployments(api, name), getVersions(api, name)]);
     return { deployments: [...deployments].sort((a, b) => envOrder(a.env, b.env)), versions };
-  }, [api, snippet.name, snippet.latest_version]);
+  }, [api, name, snippet.latest_version]);
 
-  const [input, setInput] = useState('{\n  \n}');
-  const [mode, setMode] = useState<Mode>('sync');
-  const [target, setTarget] = useState('');
-  const [overrides, setOverrides] = useState<Record<keyof Limits, string>>({ timeout_ms: '', max_memory_mb: '', max_cpu_percent: '' });
-  const [result, setResult] = useState<Result | null>(null);
-  const [running, setRunning] = useState(false);
-  const abort = useRef<AbortController | null>(null);
-  const live = useRef(true);
+  const [initial] = useState(() => ({ draft: runs.draft(name), pin: readPin(name) }));
+  const [input, setInput] = useState(initial.draft?.input ?? '{\n  \n}');
+  const [mode, setMode] = useState<Mode>(initial.draft?.mode ?? 'sync');
+  const [target, setTarget] = useState(initial.draft?.target ?? '');
+  const [overrides, setOverrides] = useState<Overrides>(initial.pin ?? initial.draft?.overrides ?? NO_OVERRIDES);
+  const [pinned, setPinned] = useState(initial.pin !== null);
+  const [from, setFrom] = useState<string | null>(initial.draft?.from ?? null);
+  const [prefill, setPrefill] = useState<{ id: string; note: string | null } | { id: string; error: unknown } | null>(null);
+  const held = useHeldRun(name);
+  const running = held?.running ?? false;
+  const result = held?.result ?? null;
 
+  // The form outlives the page (coming back finds it as it was left); a pin outlives the tab.
   useEffect(() => {
-    live.current = true;
+    const draft: RunDraft = { input, mode, target, overrides, from };
+    runs.saveDraft(name, draft);
+  }, [name, input, mode, target, overrides, from]);
+  useEffect(() => writePin(name, pinned ? overrides : null), [name, pinned, overrides]);
+
+  // "Edit and run": #/snippet/NAME/run/from/ID fills the form from that invocation, once.
+  const fromId = rest[0] === 'from' && rest[1] ? rest[1] : null;
+  useEffect(() => {
+    if (!fromId || fromId === from) return;
+    let live = true;
+    api.client.call(operations.emuGetInvocation, { params: { id: fromId } }).then(
+      (inv) => {
+        if (!live) return;
+        const body: Record<string, unknown> = { ...(inv.input ?? {}) };
+        // An async run's callback_url was taken out of its input: it goes back in.
+        if (inv.mode === 'async' && inv.callback && !('callback_url' in body)) body.callback_url = inv.callback.url;
+        setInput(JSON.stringify(body, null, 2));
+        setMode(inv.mode);
+        setTarget(inv.env ? `ve:${inv.version}:${inv.env}` : `v:${inv.version}`);
+        setOverrides({ ...NO_OVERRIDES, ...Object.fromEntries(Object.entries(inv.overrides ?? {}).map(([k, v]) => [k, String(v)])) });
+        setFrom(fromId);
+        setPrefill({
+          id: fromId,
+          note:
+            inv.input === null
+              ? inv.input_truncated
+                ? 'Its input was over 64 KiB of JSON, so it was not kept: give one here.'
+                : 'Its input was not kept (it ran before inputs were stored): give one here.'
+              : JSON.stringify(inv.input).includes('[secret ')
+                ? 'Secret values in its input were stored as "[secret NAME]": put the real ones back if the handler needs them.'
+                : null,
+        });
+      },
+      (error: unknown) => live && setPrefill({ id: fromId, error }),
+    );
     return () => {
-      live.current = false;
-      abort.current?.abort();
+      live = false;
     };
+  }, [api, fromId, from]);
+
+  // An async run: its record is read again when the live feed says it finished (and on coming back).
+  const asyncId = result?.mode === 'async' && !(result.record && FINISHED.has(result.record.status)) ? result.meta.invocationId : null;
+  useLiveEvent(['invocation.finished'], () => void runs.readAsync(api, name), {
+    filter: (e) => 'id' in e.data && e.data.id === asyncId,
+    onReset: () => asyncId && void runs.readAsync(api, name),
+  });
+  useEffect(() => {
+    if (asyncId && !running) void runs.readAsync(api, name);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   const inputError = inputProblem(input);
@@ -101,121 +155,11 @@ export function RunTab({ snippet }: SnippetTabProps) {
     .join(',');
   const canRun = !running && inputError === null && overrideErrors.length === 0 && snippet.latest_version !== null;
 
-  async function run() {
+  function run() {
     if (!canRun) return;
     const body = input.trim() === '' ? {} : (JSON.parse(input) as Record<string, unknown>);
-    const query = target.startsWith('env:') ? { env: target.slice(4) } : target.startsWith('v:') ? { version: target.slice(2) } : {};
-    const headers: Record<string, string> = {};
-    if (mode !== 'sync') headers['X-Invoke-Mode'] = mode;
-    if (limitsHeader) {
-      const token = await adminToken();
-      if (!token) {
-        setResult({
-          mode: 'error',
-          error: new Error(
-            'Per-run limit overrides need the admin token, and this session has none: open the URL printed by npm start again.',
-          ),
-        });
-        return;
-      }
-      headers['X-Emu-Limits'] = limitsHeader;
-      headers['X-Emu-Admin'] = token;
-    }
-    const controller = new AbortController();
-    abort.current = controller;
-    setRunning(true);
-    setResult(null);
-    const t0 = performance.now();
-    try {
-      const input = { params: { snippet: snippet.name }, query, body, headers, signal: controller.signal };
-      if (mode === 'stream') {
-        // A refusal (an error answer) is shown with its status and body, as the other modes show theirs.
-        const events = await api.client.stream(operations.invoke, input).catch((e: unknown) => {
-          if (e instanceof ProblemError) return e;
-          throw e;
-        });
-        if (events instanceof ProblemError) {
-          if (live.current)
-            setResult({ mode: 'refused', status: events.status, body: parsedBody(events.text), meta: metaOf(events.headers) });
-        } else await readStream(events, metaOf(events.headers), t0, controller.signal);
-      } else {
-        const res = await api.client.send(operations.invoke, { ...input, headers: { accept: 'application/json', ...headers } });
-        const ok = res.status >= 200 && res.status <= 299;
-        const meta = metaOf(res.headers);
-        const parsed = parsedBody(res.text);
-        if (!live.current) return;
-        if (mode === 'sync') {
-          setResult({ mode: 'sync', status: res.status, ok, body: parsed, meta, ms: performance.now() - t0 });
-        } else if (mode === 'async' && res.status === 202) {
-          const accepted = parsed as { invocation_id?: string };
-          const id = accepted.invocation_id ?? meta.invocationId;
-          const first: Result = {
-            mode: 'async',
-            status: res.status,
-            accepted: parsed,
-            meta: { ...meta, invocationId: id ?? null },
-            record: null,
-            polls: 0,
-            pollError: null,
-          };
-          setResult(first);
-          if (id) await poll(id, controller.signal);
-        } else {
-          setResult({ mode: 'refused', status: res.status, body: parsed, meta });
-        }
-      }
-    } catch (e) {
-      if (!live.current) return;
-      if ((e as Error).name === 'AbortError') {
-        setResult((r) =>
-          r && r.mode === 'stream' ? { ...r, done: true, cut: 'stopped: the client disconnected, which cancels the run' } : r,
-        );
-      } else setResult({ mode: 'error', error: e });
-    } finally {
-      if (live.current) setRunning(false);
-      abort.current = null;
-    }
-  }
-
-  async function readStream(stream: EventStream<typeof operations.invoke>, meta: RunMeta, t0: number, signal: AbortSignal) {
-    const events: StreamEvent[] = [];
-    setResult({ mode: 'stream', status: stream.status, meta, events: [], done: false, ms: null, cut: null });
-    for await (const e of stream) {
-      if (!live.current) return;
-      events.push({ id: Number(e.id), event: e.event, at: performance.now() - t0, data: e.data });
-      const startId = e.event === 'start' ? e.data.invocation_id : undefined;
-      setResult((r) =>
-        r && r.mode === 'stream'
-          ? { ...r, events: [...events], meta: startId && !r.meta.invocationId ? { ...r.meta, invocationId: startId } : r.meta }
-          : r,
-      );
-    }
-    if (!live.current) return;
-    // The typed stream ends quietly when aborted (contract/sse.ts): the same note as an aborted fetch's.
-    if (signal.aborted) throw new DOMException('stopped', 'AbortError');
-    const last = events[events.length - 1];
-    const complete = last?.event === 'result' || last?.event === 'error';
-    setResult((r) =>
-      r && r.mode === 'stream'
-        ? { ...r, done: true, ms: performance.now() - t0, cut: complete ? null : 'ended without a result or error event' }
-        : r,
-    );
-  }
-
-  async function poll(id: string, signal: AbortSignal) {
-    for (let polls = 1; !signal.aborted && live.current; polls++) {
-      await new Promise((r) => setTimeout(r, POLL_MS));
-      if (signal.aborted || !live.current) return;
-      try {
-        const record = await api.client.call(operations.getInvocation, { params: { id } });
-        if (!live.current) return;
-        setResult((r) => (r && r.mode === 'async' ? { ...r, record, polls } : r));
-        if (FINISHED.has(record.status)) return;
-      } catch (e) {
-        if (live.current) setResult((r) => (r && r.mode === 'async' ? { ...r, pollError: e, polls } : r));
-        return;
-      }
-    }
+    if (!pinned) setOverrides(NO_OVERRIDES); // per-run: the next run has none unless pinned
+    void runs.start(api, { snippet: name, mode, query: queryOf(target), body, limits: limitsHeader }, adminToken);
   }
 
   const deployments = targets.state === 'ok' ? targets.data.deployments : [];
@@ -224,14 +168,29 @@ export function RunTab({ snippet }: SnippetTabProps) {
   const defaultLabel = prod
     ? `Default: what prod runs (v${prod.version})`
     : `Default: the latest version${snippet.latest_version ? ` (v${snippet.latest_version})` : ''}`;
+  const asRun = /^ve:(\d+):(.+)$/.exec(target);
+  const runMode = held?.request.mode ?? mode;
+  const runId = result && 'meta' in result ? result.meta.invocationId : null;
 
   return (
     <div className="sn-run">
+      {prefill && 'error' in prefill && (
+        <ProblemNotice error={prefill.error} title={`Could not read invocation ${prefill.id} to prefill the form`} />
+      )}
+      {prefill && 'note' in prefill && (
+        <p className="sn-prefill" data-testid="run-prefill">
+          Prefilled from invocation{' '}
+          <a href={href('invocation', prefill.id)}>
+            <code>{prefill.id}</code>
+          </a>
+          : edit and run. {prefill.note}
+        </p>
+      )}
       <form
         className="card sn-run-form"
         onSubmit={(e) => {
           e.preventDefault();
-          void run();
+          run();
         }}
       >
         <div className="sn-run-grid">
@@ -249,7 +208,7 @@ export function RunTab({ snippet }: SnippetTabProps) {
               onKeyDown={(e) => {
                 if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
                   e.preventDefault();
-                  void run();
+                  run();
                 }
               }}
             />
@@ -261,12 +220,17 @@ export function RunTab({ snippet }: SnippetTabProps) {
             <label htmlFor="run-mode">Mode</label>
             <select id="run-mode" value={mode} onChange={(e) => setMode(e.target.value as Mode)} data-testid="run-mode">
               <option value="sync">sync — wait for the answer</option>
-              <option value="async">async — 202, then poll the invocation</option>
+              <option value="async">async — 202, then the record when it ends</option>
               <option value="stream">stream — server-sent events</option>
             </select>
             <label htmlFor="run-target">Target (environment or version)</label>
             <select id="run-target" value={target} onChange={(e) => setTarget(e.target.value)} data-testid="run-target">
               <option value="">{defaultLabel}</option>
+              {asRun && (
+                <option value={target}>
+                  v{asRun[1]} as run in {asRun[2]}
+                </option>
+              )}
               <optgroup label="Environment">
                 {deployments.map((d) => (
                   <option key={d.env} value={`env:${d.env}`} disabled={d.version === null}>
@@ -285,7 +249,8 @@ export function RunTab({ snippet }: SnippetTabProps) {
             <fieldset className="sn-overrides">
               <legend>Per-run limit overrides (emulator only)</legend>
               <p className="muted">
-                Blank keeps the version&apos;s limit. Sent as X-Emu-Limits with the admin token; no new version is made.
+                Blank keeps the version&apos;s limit. Sent as X-Emu-Limits with the admin token; no new version is made. They apply to the
+                next run only, unless pinned.
               </p>
               <div className="sn-overrides-grid">
                 {LIMIT_FIELDS.map((f) => (
@@ -308,6 +273,10 @@ export function RunTab({ snippet }: SnippetTabProps) {
                   </label>
                 ))}
               </div>
+              <label className="sn-pin">
+                <input type="checkbox" checked={pinned} onChange={(e) => setPinned(e.target.checked)} data-testid="override-pin" /> Pin:
+                keep these overrides for every run of {name} (remembered in this browser)
+              </label>
               {overrideErrors.length > 0 && (
                 <div className="sn-problem">
                   {overrideErrors.map(([f, p]) => (
@@ -324,25 +293,49 @@ export function RunTab({ snippet }: SnippetTabProps) {
           <button type="submit" className="sn-btn sn-btn-primary" disabled={!canRun} data-testid="run">
             {running ? 'Running…' : 'Run'}
           </button>
-          {running && (
-            <button type="button" className="sn-btn" onClick={() => abort.current?.abort()} data-testid="run-stop">
-              {mode === 'stream' ? 'Disconnect' : 'Stop waiting'}
+          {running && runMode === 'sync' && (
+            <button type="button" className="sn-btn" onClick={() => runs.stop(name)} data-testid="run-stop">
+              Stop waiting
+            </button>
+          )}
+          {(running || (runMode === 'async' && asyncId !== null)) && runMode !== 'sync' && (
+            <button
+              type="button"
+              className="sn-btn sn-btn-danger"
+              onClick={() => void runs.cancel(api, name)}
+              disabled={held?.cancelling || (runMode === 'async' && !runId)}
+              data-testid="run-cancel"
+            >
+              {held?.cancelling ? 'Cancelling…' : 'Cancel'}
             </button>
           )}
           <span className="muted sn-kbd-hint">Ctrl+Enter runs</span>
           {limitsHeader && (
             <span className="sn-override-note" data-testid="override-note">
               with X-Emu-Limits: <code>{limitsHeader}</code>
+              {pinned ? ' (pinned)' : ''}
             </span>
           )}
         </div>
       </form>
-      {result && <RunResult result={result} running={running} />}
+      {result && <RunResult result={result} limits={held?.request.limits ?? ''} />}
     </div>
   );
 }
 
-function MetaLine({ meta, status, ms, stream }: { meta: RunMeta; status: number; ms?: number | null; stream?: boolean }) {
+function MetaLine({
+  meta,
+  status,
+  ms,
+  stream,
+  limits = '',
+}: {
+  meta: RunMeta;
+  status: number;
+  ms?: number | null;
+  stream?: boolean;
+  limits?: string;
+}) {
   return (
     <dl className="sn-meta" data-testid="run-meta">
       <dt>HTTP</dt>
@@ -375,6 +368,14 @@ function MetaLine({ meta, status, ms, stream }: { meta: RunMeta; status: number;
         <>
           <dt>Environment</dt>
           <dd>{meta.env === 'none' ? <span className="muted">none</span> : meta.env}</dd>
+        </>
+      )}
+      {limits && (
+        <>
+          <dt>Overrides</dt>
+          <dd data-testid="run-overrides">
+            <code>{limits}</code>
+          </dd>
         </>
       )}
       {ms !== undefined && ms !== null && (
@@ -413,7 +414,7 @@ function ProblemView({ body, badge = true }: { body: unknown; badge?: boolean })
   );
 }
 
-function RunResult({ result, running }: { result: Result; running: boolean }) {
+function RunResult({ result, limits }: { result: Result; limits: string }) {
   if (result.mode === 'error') return <ProblemNotice error={result.error} title="The run could not start" />;
   if (result.mode === 'refused') {
     return (
@@ -430,7 +431,7 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
         <h2>
           Result <OutcomeBadge outcome={result.ok ? 'success' : ((result.body as ProblemBody | null)?.code ?? 'failed')} />
         </h2>
-        <MetaLine meta={result.meta} status={result.status} ms={result.ms} />
+        <MetaLine meta={result.meta} status={result.status} ms={result.ms} limits={limits} />
         {result.ok ? (
           <div data-testid="run-output">
             <h3>Output</h3>
@@ -450,7 +451,7 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
         <h2>
           Invocation <OutcomeBadge outcome={rec?.outcome ?? null} status={rec?.status ?? 'queued'} />
         </h2>
-        <MetaLine meta={result.meta} status={result.status} />
+        <MetaLine meta={result.meta} status={result.status} limits={limits} />
         <div className="sn-two">
           <div>
             <h3>Accepted (202)</h3>
@@ -458,7 +459,7 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
           </div>
           <div>
             <h3>
-              {finished ? 'Finished' : running ? `Polling… (${result.polls})` : 'Last read'}
+              {finished ? 'Finished' : 'Waiting for it to end…'}
               {rec?.usage && <span className="muted sn-usage"> · {Math.round(rec.usage.duration_ms).toLocaleString()} ms</span>}
             </h3>
             {finished && rec?.outcome === 'success' && (
@@ -477,10 +478,10 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
             )}
             {!finished && (
               <p className="muted">
-                Reading GET /v1/invocations/{result.meta.invocationId} every {POLL_MS} ms until it ends…
+                GET /v1/invocations/{result.meta.invocationId} is read again the moment the live feed says it finished.
               </p>
             )}
-            {result.pollError !== null && <ProblemNotice error={result.pollError} title="Could not read the invocation" />}
+            {result.readError !== null && <ProblemNotice error={result.readError} title="Could not read the invocation" />}
           </div>
         </div>
         {rec && (
@@ -503,10 +504,16 @@ function RunResult({ result, running }: { result: Result; running: boolean }) {
         {final ? (
           <OutcomeBadge outcome={final.event === 'result' ? 'success' : (finalData.code ?? 'failed')} />
         ) : (
-          <OutcomeBadge outcome={null} status={result.done ? 'ended' : 'running'} />
+          // Cut without a last event: a disconnect cancels the run (never shown as a green "ended").
+          <OutcomeBadge outcome={result.done && result.cut ? 'cancelled' : null} status={result.done ? 'ended' : 'running'} />
         )}
       </h2>
-      <MetaLine meta={result.meta} status={result.status} ms={result.ms} stream />
+      <MetaLine meta={result.meta} status={result.status} ms={result.ms} stream limits={limits} />
+      {!result.done && (
+        <p className="muted sn-hint" data-testid="run-held-note">
+          This tab holds the run: watch it in the live inspector or anywhere else, and come back; only Cancel (or closing the tab) ends it.
+        </p>
+      )}
       <div className="sn-scroll">
         <table className="sn-plain sn-events" data-testid="stream-events">
           <thead>
