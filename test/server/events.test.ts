@@ -274,7 +274,7 @@ describe('followEvents (contract/events-client.ts)', () => {
       const got: EmuEvent[] = [];
       const reading = (async () => {
         for await (const e of followEvents(
-          { baseUrl: second!.url, adminToken: second!.admin },
+          { baseUrl: second.url, adminToken: second.admin },
           { lastEventId: old.id, signal: ac.signal, types: 'environment.created', onReset: (r) => void resets.push(r) },
         )) {
           got.push(e);
