@@ -20,7 +20,6 @@ import { followTerminalLines, LOG_FORMATS, LOG_LEVELS, prettyLogger, useColour, 
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
-import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -58,7 +57,6 @@ Usage:
   svc-emu key create --tenant NAME
   svc-emu doctor
 ${LIMA_USAGE}
-${GUI_TOKEN_USAGE}
 ${GUI_TOKEN_USAGE}
 ${CLIENT_USAGE}
 
@@ -133,9 +131,6 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
           { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() },
           io,
         );
-      case 'gui-token':
-        // server/cli/gui-token.ts: through the running core when one runs, else on the data dir's secret file.
-        return await runGuiToken(positionals.slice(1), { json: values.json === true, dataDir }, io);
       case 'gui-token':
         // server/cli/gui-token.ts: through the running core when one runs, else on the data dir's secret file.
         return await runGuiToken(positionals.slice(1), { json: values.json === true, dataDir }, io);
