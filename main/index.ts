@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, session, shell, Tray } from 'electron';
-import { executorAgentFor, startEmulator } from '../server';
+import { coresDir, executorAgentFor, startEmulator } from '../server';
 import { runApp } from './app';
 import { resolveShellConfig } from './config';
 import { appPaths } from './paths';
@@ -26,7 +26,8 @@ if (paths.runtimesDir && !process.env.SVC_EMU_RUNTIMES_DIR) process.env.SVC_EMU_
 
 void runApp({
   electron: { app, BrowserWindow, dialog, ipcMain, shell, Menu, clipboard, Tray, session },
-  startEmulator,
+  // Recorded in the per-user list of running emulators, so `svc-emu` finds the app's core from any folder.
+  startEmulator: (c) => startEmulator({ ...c, coresDir: coresDir() }),
   config,
   preloadPath: paths.preload,
   rendererDir: paths.rendererDir,

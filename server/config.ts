@@ -76,6 +76,12 @@ export const EmulatorConfigSchema = z.object({
   limactl: z.string().min(1).nullable().optional(),
   /** node_modules/electron/path.txt: present when the Electron binary is installed (doctor reports it). */
   electronPathFile: z.string().optional(),
+  /**
+   * Record this core in the per-user list of running emulators (server/storage/running-cores.ts) in this
+   * folder while it runs, so the CLI finds it from any folder. `svc-emu serve` and the desktop app pass
+   * coresDir(); null (the default, and the tests'): not recorded.
+   */
+  coresDir: z.string().min(1).nullable().default(null),
 });
 
 export type EmulatorConfig = z.input<typeof EmulatorConfigSchema> & {
