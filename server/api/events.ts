@@ -13,6 +13,7 @@ export const eventRoutes = [
     const keep = typeFilter(query.types);
     const sse = new SseBody(services.streams.pingMs);
     let closed = false;
+    let written = false;
     const close = () => {
       if (closed) return;
       closed = true;
@@ -22,6 +23,7 @@ export const eventRoutes = [
     const send = (e: EmuEvent) => {
       if (closed || !keep(e.type)) return;
       sse.sendFrame(e.type, e, e.id);
+      written = true;
       if (sse.stream.writableLength > EVENTS_BACKLOG_BYTES) close();
     };
     // publish() is synchronous: nothing can be published between subscribing and writing the replay below.
@@ -29,11 +31,13 @@ export const eventRoutes = [
     if (sub.reset) {
       // The reset carries the newest id (or this boot's start), so a reader that reconnects after it resumes from there.
       sse.sendFrame('reset', sub.reset, sub.reset.latest ?? `${services.events.boot}-0`);
+      written = true;
     }
     for (const e of sub.replay) send(e);
     // A first comment now: the response's headers go out with the first bytes, so without it a reader of a quiet
     // core waited for the first ping (up to pingMs, 15 s) before its fetch even resolved.
-    if (!sub.reset && sub.replay.length === 0) sse.stream.write(': open\n\n');
+    // (A replay the `types=` filter emptied wrote nothing either.)
+    if (!written) sse.stream.write(': open\n\n');
     ctx.res.once('close', close);
     return { status: 200, body: sse.stream, headers: { ...SSE_HEADERS } };
   }),
