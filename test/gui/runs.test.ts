@@ -190,13 +190,19 @@ describe.skipIf(!!skipReason)('runs you can repeat', () => {
     await p.page.getByTestId('run-inspector').click();
     await until('the inspector', async () => idIn(p.page.url(), 'stream') === id);
     await p.page.getByTestId('stream-inspector').waitFor();
-    await until('chunks arriving in the inspector', async () => (await p.page.locator('[data-testid=stream-event][data-event=chunk]').count()) >= 2);
+    await until(
+      'chunks arriving in the inspector',
+      async () => (await p.page.locator('[data-testid=stream-event][data-event=chunk]').count()) >= 2,
+    );
 
     // A second tab watches, and leaves.
     const second = await p.page.context().newPage();
     await second.goto(`${gui.core.url}/#/stream/${id}`);
     await second.getByTestId('stream-inspector').waitFor();
-    await until('chunks in the second tab', async () => (await second.locator('[data-testid=stream-event][data-event=chunk]').count()) >= 1);
+    await until(
+      'chunks in the second tab',
+      async () => (await second.locator('[data-testid=stream-event][data-event=chunk]').count()) >= 1,
+    );
     await second.close();
     expect((await record(id)).status, 'the second tab left while it ran').toBe('running');
 
