@@ -3,9 +3,20 @@
 import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cookieValues, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../../server/http/gui-session';
+import type { Context } from 'koa';
+import { cookieValues, GuiSession, sessionAuthenticates, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../../server/http/gui-session';
 import { GUI_SECRET_FILE, loadOrCreateGuiSecret, sessionCookieValue } from '../../server/storage/gui-secret';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
+
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+const newDir = async () => {
+  const d = await tempDir();
+  dirs.push(d);
+  return d;
+};
 
 /** A GET that does not follow redirects (fetch's `manual`), with the given headers. */
 async function raw(url: string, init: RequestInit = {}): Promise<Response> {
@@ -26,9 +37,35 @@ describe('cookieValues', () => {
   });
 });
 
+describe('sessionAuthenticates (the guard, on its own)', () => {
+  const ctxOf = (method: string, headers: Record<string, string>) =>
+    ({ method, get: (name: string) => headers[name.toLowerCase()] ?? '' }) as unknown as Context;
+
+  it('accepts the current cookie from the GUI’s own page or a typed URL, and nothing else', async () => {
+    const session = await GuiSession.open(await newDir());
+    const good = `${SESSION_COOKIE}=${session.cookieValue}`;
+    expect(sessionAuthenticates(ctxOf('GET', { cookie: good }), session)).toBe(true); // no Sec-Fetch-*: not a browser
+    expect(sessionAuthenticates(ctxOf('GET', { cookie: good, 'sec-fetch-site': 'same-origin' }), session)).toBe(true);
+    expect(sessionAuthenticates(ctxOf('GET', { cookie: good, 'sec-fetch-site': 'none' }), session)).toBe(true);
+    expect(sessionAuthenticates(ctxOf('POST', { cookie: good, origin: 'http://127.0.0.1:7070' }), session)).toBe(true);
+    expect(sessionAuthenticates(ctxOf('GET', {}), session)).toBe(false);
+    expect(sessionAuthenticates(ctxOf('GET', { cookie: `${SESSION_COOKIE}=x; other=${session.cookieValue}` }), session)).toBe(false);
+    for (const site of ['same-site', 'cross-site']) {
+      expect(() => sessionAuthenticates(ctxOf('GET', { cookie: good, 'sec-fetch-site': site }), session)).toThrow(/Sec-Fetch-Site/);
+    }
+    expect(() => sessionAuthenticates(ctxOf('DELETE', { cookie: good }), session)).toThrow(/Origin/);
+    // A stale cookie is not an error (the caller answers 401): only a current one from the wrong place is refused.
+    expect(sessionAuthenticates(ctxOf('POST', { cookie: `${SESSION_COOKIE}=stale`, 'sec-fetch-site': 'cross-site' }), session)).toBe(false);
+    const before = session.cookieValue;
+    await session.rotate();
+    expect(sessionAuthenticates(ctxOf('GET', { cookie: good }), session)).toBe(false);
+    expect(session.cookieValue).not.toBe(before);
+  });
+});
+
 describe('the GUI session secret on disk', () => {
   it('is made once, 0600, and read back the same; a damaged file is replaced', async () => {
-    const dir = await tempDir();
+    const dir = await newDir();
     const first = await loadOrCreateGuiSecret(dir);
     const again = await loadOrCreateGuiSecret(dir);
     expect(again.equals(first)).toBe(true);
