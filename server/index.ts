@@ -167,6 +167,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       vmName: VM_NAME,
       limactl: config.limactl,
       logger,
+      onChange: (id, state) => events.publish('terminal.changed', { id, state }),
     });
     // The executor VM (macOS): managed through limactl from the GUI and `svc-emu lima`.
     const vm = new LimaManager({
@@ -174,6 +175,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       projectRoot: config.projectRoot,
       hostBackend: built.executor.info.backend,
       tmpDir: paths.root,
+      onChange: (op, line) => events.publish('vm.operation', { ...op, line }),
       // Behind the VM (--executor lima), its agent can only connect while it runs: connect after a start,
       // and say why runs fail after a stop.
       onSucceeded:

@@ -63,6 +63,16 @@ export const EMU_EVENT_DATA = {
   'tenant.changed': z.object({ tenant_id: z.string(), name: z.string() }),
   'secret.changed': z.object({ tenant_id: z.string(), name: z.string(), deleted: z.boolean() }),
   'store.changed': z.object({ tenant_id: z.string(), key: z.string(), deleted: z.boolean() }),
+  /** A GUI terminal (the Terminal page) opened, its shell exited, or it was closed. */
+  'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'exited', 'closed']) }),
+  /** The executor VM's operation (create / start / stop) began, printed a line (`line`), or ended. */
+  'vm.operation': z.object({
+    kind: z.enum(['create', 'start', 'stop']),
+    state: z.enum(['running', 'succeeded', 'failed']),
+    started_at: z.string(),
+    line: z.string().nullable(),
+    log_total: z.number().int(),
+  }),
 } as const;
 
 export type EmuEventType = keyof typeof EMU_EVENT_DATA;

@@ -129,6 +129,8 @@ export interface LimaManagerOptions {
   logLines?: number;
   /** Called after an operation succeeded (the core connects to the VM's agent after a start). */
   onSucceeded?: (kind: VmOperation['kind']) => void | Promise<void>;
+  /** The operation began (`line` null), printed a line, or ended (`line` null, state final): the core's live feed. */
+  onChange?: (op: Pick<VmOperation, 'kind' | 'state' | 'started_at' | 'log_total'>, line: string | null) => void;
 }
 
 /** A line of output longer than this is cut (a log of 500 lines stays small enough to poll every second). */
@@ -279,6 +281,7 @@ export class LimaManager {
       const abort = new AbortController();
       const done = this.execute(op, plan.argv, abort.signal, plan.cleanup);
       this.current = { op, done, abort };
+      this.changed(op, null);
       return this.snapshot()!;
     } finally {
       this.preparing = false;
@@ -312,7 +315,16 @@ export class LimaManager {
       );
       op.state = 'succeeded';
     }
+    this.changed(op, null);
     return this.snapshot()!;
+  }
+
+  private changed(op: VmOperation, line: string | null): void {
+    try {
+      this.opts.onChange?.({ kind: op.kind, state: op.state, started_at: op.started_at, log_total: op.log_total }, line);
+    } catch {
+      /* a listener's failure is not the operation's */
+    }
   }
 
   private append(op: VmOperation, raw: string) {
@@ -320,6 +332,7 @@ export class LimaManager {
     op.log.push(line);
     op.log_total++;
     if (op.log.length > this.logLines) op.log.splice(0, op.log.length - this.logLines);
+    this.changed(op, line);
     for (const fn of this.listeners) {
       try {
         fn(line);

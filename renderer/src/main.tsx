@@ -9,7 +9,7 @@ import './styles.css'; // first: the pages' own CSS, imported below, wins ties w
 import { dropRejectedToken, fetchInfo, isSignedIn, signInThroughBridge, type EmulatorInfo } from './session';
 import { pageNonce, stampStyleNonces } from './csp-nonce';
 import { createApi } from './api';
-import { Ctx } from './context';
+import { AppProviders, LiveIndicator } from './live-react';
 import { href, navigate, useRoute } from './router';
 import { PAGES } from './pages/registry';
 import { EmptyState, Loading } from './ui/kit';
@@ -110,7 +110,7 @@ function Shell({ info }: { info: EmulatorInfo }) {
   useShortcuts({ shortcuts, go, toggleHelp });
 
   return (
-    <Ctx.Provider value={{ api, info }}>
+    <AppProviders value={{ api, info }}>
       <a
         className="skip-link"
         href="#content"
@@ -160,6 +160,7 @@ function Shell({ info }: { info: EmulatorInfo }) {
             ))}
           </ul>
           <div className="sidebar-foot">
+            <LiveIndicator />
             <button type="button" className="shortcuts-button" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
               Keyboard shortcuts <kbd>?</kbd>
             </button>
@@ -178,7 +179,7 @@ function Shell({ info }: { info: EmulatorInfo }) {
         </main>
       </div>
       <ShortcutsHelp open={helpOpen} onClose={() => setHelpOpen(false)} shortcuts={shortcuts} />
-    </Ctx.Provider>
+    </AppProviders>
   );
 }
 

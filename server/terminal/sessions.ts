@@ -46,6 +46,8 @@ export interface TerminalSessionsOptions {
   scrollback?: number;
   /** How long a SIGHUP'd shell has to exit before it and its process group are SIGKILLed (default 1000 ms). */
   killGraceMs?: number;
+  /** A terminal opened, its shell exited, or it was closed (the core announces it on the live feed). */
+  onChange?: (id: string, state: 'opened' | 'exited' | 'closed') => void;
 }
 
 export const TERMINAL_LIMITS = { maxLive: 8, maxExited: 16, scrollback: 256 * 1024, killGraceMs: 1000 } as const;
@@ -221,8 +223,12 @@ export class TerminalSessions {
     } finally {
       this.starting--;
     }
-    const session = new Session(pty, spec, req, this.now, this.limits.scrollback, () => this.trimExited());
+    const session = new Session(pty, spec, req, this.now, this.limits.scrollback, (s) => {
+      this.trimExited();
+      this.opts.onChange?.(s.id, 'exited');
+    });
     this.sessions.set(session.id, session);
+    this.opts.onChange?.(session.id, 'opened');
     this.opts.logger?.log('info', 'terminal opened', { id: session.id, target: spec.target, shell: spec.shell, pid: pty.pid });
     if (this.closed) await this.kill(session); // the core began stopping while it started
     return session.view();
@@ -255,6 +261,7 @@ export class TerminalSessions {
     await this.kill(s);
     this.sessions.delete(id);
     this.opts.logger?.log('info', 'terminal closed', { id, exit: s.exit });
+    this.opts.onChange?.(id, 'closed');
   }
 
   /** Kills every terminal and refuses new ones (the core is stopping). */

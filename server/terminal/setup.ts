@@ -1,6 +1,6 @@
 import type { Logger } from '../logger';
 import { nodePtySpawn, type PtySpawn } from './pty';
-import { TerminalSessions, type TerminalAccess } from './sessions';
+import { TerminalSessions, type TerminalAccess, type TerminalSessionsOptions } from './sessions';
 import { TerminalTargets } from './targets';
 
 /**
@@ -19,6 +19,7 @@ export function terminalAccess(opts: {
   limactl?: string | null;
   logger?: Logger;
   spawn?: PtySpawn;
+  onChange?: TerminalSessionsOptions['onChange'];
 }): TerminalAccess {
   const enabled = opts.enabled ?? isLoopbackHost(opts.host);
   if (!enabled) {
@@ -37,7 +38,10 @@ export function terminalAccess(opts: {
     vmName: opts.vmName,
     limactl: opts.limactl,
   });
-  return { sessions: new TerminalSessions({ spawn: opts.spawn ?? nodePtySpawn, targets, logger: opts.logger }), disabled: null };
+  return {
+    sessions: new TerminalSessions({ spawn: opts.spawn ?? nodePtySpawn, targets, logger: opts.logger, onChange: opts.onChange }),
+    disabled: null,
+  };
 }
 
 /** 127.0.0.0/8, ::1 and localhost: reachable from this machine only. */

@@ -1,25 +1,18 @@
 // The egress inspector: every outbound call snippets and integrations made through the egress proxy
 // (refused ones highlighted), the profile and allow list in force, and fault rules (slow, fail, drop or
-// hang calls to a host or an integration) to rehearse a bad provider.
-import { useEffect, useState, type FormEvent } from 'react';
+// hang calls to a host or an integration) to rehearse a bad provider. Calls show as they are made (the
+// live feed's `egress.call`), without polling.
+import { useState, type FormEvent } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
-import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { ConfirmButton, Field } from '../ui/controls';
 import type { EgressEntry, NewFaultRule } from '../types';
 import './operator.css';
 
 type FaultAction = NewFaultRule['action'];
-
-const REFRESH_MS = 2000;
-
-function useEvery(ms: number, fn: () => void) {
-  useEffect(() => {
-    const t = window.setInterval(fn, ms);
-    return () => window.clearInterval(t);
-  }, [ms, fn]);
-}
 
 function describeAction(a: Record<string, unknown>): string {
   switch (a.type) {
@@ -46,10 +39,9 @@ const statusClass = (s: number) => (s < 300 ? 'op-ok' : s < 400 ? 'op-info' : s 
 
 export function Egress(_props: { params: string[] }) {
   const { api } = useApp();
-  const [log, reloadLog] = useLoad(async () => await api.client.call(operations.emuListEgress), [api]);
-  const [faults, reloadFaults] = useLoad(async () => (await api.client.call(operations.emuListFaults)).data, [api]);
-  useEvery(REFRESH_MS, reloadLog);
-  useEvery(REFRESH_MS, reloadFaults);
+  const [log, reloadLog] = useLiveLoad(async () => await api.client.call(operations.emuListEgress), [api], ['egress.call']);
+  // A rule's hit count rises with the call it hit.
+  const [faults, reloadFaults] = useLiveLoad(async () => (await api.client.call(operations.emuListFaults)).data, [api], ['egress.call']);
   const [error, setError] = useState<unknown>(null);
 
   async function act(fn: () => Promise<unknown>, then: () => void) {
@@ -156,7 +148,7 @@ export function Egress(_props: { params: string[] }) {
       <section className="card" aria-labelledby="egress-log-title">
         <div className="op-card-head">
           <h2 id="egress-log-title">Log {log.state === 'ok' && <span className="muted">({log.data.data.length})</span>}</h2>
-          <span className="op-hint">Newest first, the last 1000 · refreshes every 2 s</span>
+          <span className="op-hint">Newest first, the last 1000 · live</span>
         </div>
         <Show loaded={log}>
           {(l) =>

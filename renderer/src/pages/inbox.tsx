@@ -1,27 +1,19 @@
 // The callback inbox: a built-in webhook receiver. `#/inbox` lists the inboxes; `#/inbox/{name}` shows
 // one inbox's deliveries (newest first) with their signature check, the URL to use as callback_url, and
-// what the inbox answers (to rehearse retries). Both refresh every 2 s while open.
+// what the inbox answers (to rehearse retries). Both show a delivery as it lands (the live feed's
+// `inbox.delivery`), without polling.
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
 import { href, navigate } from '../router';
-import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, Json, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { ConfirmButton, CopyButton, Field } from '../ui/controls';
 import type { InboxDelivery, InboxResponse } from '../types';
 import './operator.css';
 
 const INBOX_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
-const REFRESH_MS = 2000;
-
 const inboxUrl = (name: string) => `${window.location.origin}/_emu/inbox/${name}`;
-
-/** Calls `fn` every `ms` while mounted. */
-function useEvery(ms: number, fn: () => void) {
-  useEffect(() => {
-    const t = window.setInterval(fn, ms);
-    return () => window.clearInterval(t);
-  }, [ms, fn]);
-}
 
 /** "Answers 200", "Answers 500 to the next 2 deliveries, then 200; Retry-After: 30 s". */
 function describeResponse(r: InboxResponse): string {
@@ -40,8 +32,7 @@ export function Inbox({ params }: { params: string[] }) {
 
 function InboxList() {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async () => (await api.client.call(operations.emuListInboxes)).data, [api]);
-  useEvery(REFRESH_MS, reload);
+  const [loaded] = useLiveLoad(async () => (await api.client.call(operations.emuListInboxes)).data, [api], ['inbox.delivery']);
   const [name, setName] = useState('');
   const [touched, setTouched] = useState(false);
   const problem = !name
@@ -141,11 +132,15 @@ function InboxList() {
 function InboxView({ name }: { name: string }) {
   const { api } = useApp();
   const valid = INBOX_NAME.test(name);
-  const [loaded, reload] = useLoad(async () => {
-    if (!valid) return null;
-    return await api.client.call(operations.emuGetInbox, { params: { name } });
-  }, [api, name]);
-  useEvery(REFRESH_MS, reload);
+  const [loaded, reload] = useLiveLoad(
+    async () => {
+      if (!valid) return null;
+      return await api.client.call(operations.emuGetInbox, { params: { name } });
+    },
+    [api, name],
+    ['inbox.delivery'],
+    (e) => e.type === 'inbox.delivery' && e.data.inbox === name,
+  );
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const opened = useRef(false);
   const [error, setError] = useState<unknown>(null);
@@ -210,7 +205,7 @@ function InboxView({ name }: { name: string }) {
                         Deliveries <span className="muted">({inbox.data.length})</span>
                       </h2>
                       <span className="op-actions">
-                        <span className="op-hint">Newest first · refreshes every 2 s</span>
+                        <span className="op-hint">Newest first · live</span>
                         {inbox.data.length > 0 && (
                           <ConfirmButton
                             label="Clear"

@@ -1,7 +1,8 @@
 // One invocation (`#/invocation/{id}`): what ran and how it ended, usage against the limits, the
 // memory/CPU timeline with the stream's events on it, output or error, logs, parity warnings, the callback
 // and its deliveries; Cancel while it runs, Redeliver for a callback, Run again / Edit and run. Admin view
-// (GET /_emu/invocations/{id}) plus the tenant's logs (GET /v1/invocations/{id}/logs); refreshed while it runs.
+// (GET /_emu/invocations/{id}) plus the tenant's logs (GET /v1/invocations/{id}/logs); read again when the
+// live feed says it started, finished, made a step or a callback attempt (no polling).
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
@@ -17,7 +18,6 @@ import {
   mb,
   ModeTag,
   useNow,
-  usePoll,
   type Delivery,
   type InvocationDetail,
   type RecordedEvent,
@@ -25,6 +25,7 @@ import {
 import { TimelineChart } from './invocation-timeline';
 import { RunAgain } from './invocation-replay';
 import './invocations.css';
+import { useLiveEvent } from '../live-react';
 
 type Action = 'cancel' | 'redeliver';
 
@@ -47,9 +48,14 @@ export function InvocationPage({ params }: { params: string[] }) {
   });
   const [cancelAsked, setCancelAsked] = useState(false);
   const loading = useRef(false);
+  /** A load was asked for while one ran: it runs again after, so the last change is never missed. */
+  const again = useRef(false);
 
-  const load = useCallback(async () => {
-    if (loading.current) return;
+  const load = useCallback(async (): Promise<void> => {
+    if (loading.current) {
+      again.current = true;
+      return;
+    }
     loading.current = true;
     try {
       const [inv, logs] = await Promise.all([
@@ -72,6 +78,10 @@ export function InvocationPage({ params }: { params: string[] }) {
       setError(e);
     } finally {
       loading.current = false;
+      if (again.current) {
+        again.current = false;
+        void load();
+      }
     }
   }, [api, id]);
 
@@ -80,7 +90,10 @@ export function InvocationPage({ params }: { params: string[] }) {
   }, [load]);
 
   const running = !!data && isRunning(data.inv);
-  usePoll(() => void load(), 1000, running);
+  useLiveEvent(['invocation.*', 'callback.attempt'], () => void load(), {
+    filter: (e) => ('invocation_id' in e.data ? e.data.invocation_id : 'id' in e.data ? e.data.id : null) === id,
+    onReset: () => void load(),
+  });
   const now = useNow(running ? 250 : 30_000);
 
   const act = async (kind: Action) => {

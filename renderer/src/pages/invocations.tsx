@@ -1,13 +1,15 @@
 // Invocations: the local tenant's history, newest first (GET /v1/invocations), filtered by snippet and
-// status, a page of 50 at a time. Each row opens the invocation. While something runs the list refreshes
-// itself. Filters live in the hash's query (`#/invocations?snippet=hello&status=failed`), so other pages
+// status, a page of 50 at a time. Each row opens the invocation. New runs and their outcomes show as they
+// happen (the live feed's `invocation.*` events). Filters live in the hash's query (`#/invocations?snippet=hello&status=failed`), so other pages
 // can link to a filtered history.
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
 import { href, parseRoute } from '../router';
 import { EmptyState, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '../ui/kit';
-import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, usePoll, type Invocation } from './invocation-common';
+import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, type Invocation } from './invocation-common';
+import { useLiveRefresh } from '../live-react';
+import { snippetOf } from '../live';
 import './invocations.css';
 
 const PAGE = 50;
@@ -60,11 +62,14 @@ export function Invocations(_props: { params: string[] }) {
     [api, filters],
   );
 
-  /** The first page again, as long as what is shown (so a refresh keeps what "Load more" added). */
+  /**
+   * The first page again, as long as what is shown (so a refresh keeps what "Load more" added). `quiet`:
+   * a live update, which does not turn the Refresh button into "Refreshing…".
+   */
   const refresh = useCallback(
-    async (keep: boolean) => {
+    async (keep: boolean, quiet = false) => {
       const mine = ++seq.current;
-      setBusy('refresh');
+      if (!quiet) setBusy('refresh');
       try {
         const page = await query(Math.min(1000, Math.max(PAGE, keep ? count.current : 0)), null);
         if (mine !== seq.current) return;
@@ -129,7 +134,11 @@ export function Invocations(_props: { params: string[] }) {
   }, [api]);
 
   const running = rows?.filter(isRunning).length ?? 0;
-  usePoll(() => void refresh(true), 2000, running > 0 && busy === null);
+  useLiveRefresh(
+    () => refresh(true, true),
+    ['invocation.created', 'invocation.started', 'invocation.finished'],
+    (e) => !filters.snippet || snippetOf(e) === filters.snippet,
+  );
   const now = useNow(running > 0 ? 500 : 15_000);
   const filtered = !!(filters.snippet || filters.status);
   const snippetOptions = filters.snippet && !snippets.includes(filters.snippet) ? [filters.snippet, ...snippets] : snippets;
@@ -179,7 +188,7 @@ export function Invocations(_props: { params: string[] }) {
           </button>
         )}
         <span className="inv-toolbar-note muted" aria-live="polite">
-          {rows && (running > 0 ? `${running} running · refreshing every 2 s` : `${rows.length}${cursor ? '+' : ''} shown`)}
+          {rows && (running > 0 ? `${running} running · live` : `${rows.length}${cursor ? '+' : ''} shown`)}
         </span>
       </div>
 

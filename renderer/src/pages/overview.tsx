@@ -1,9 +1,10 @@
 import { useState } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
-import type { TenantCaps } from '../session';
+import { parseInfo, type TenantCaps } from '../session';
 import { CopyButton } from '../ui/controls';
-import { PageHeader, useLoad } from '../ui/kit';
+import { PageHeader } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { href } from '../router';
 
 /** What this emulator is: version, URL, workspace, data dir, the local tenant's key, a first call, tenants and caps. */
@@ -11,7 +12,14 @@ export function Overview(_props: { params: string[] }) {
   const { api, info } = useApp();
   const base = info.url ?? window.location.origin;
   // The first call names a real snippet when there is one.
-  const [snippets] = useLoad(() => api.client.call(operations.listSnippets, { query: { limit: '1' } }).then((r) => r.data), [api]);
+  const [snippets] = useLiveLoad(
+    () => api.client.call(operations.listSnippets, { query: { limit: '1' } }).then((r) => r.data),
+    [api],
+    ['snippet.*'],
+  );
+  // Tenants and caps as the operator changes them (`svc-emu tenant create|limits`, the Tenants page).
+  const [fresh] = useLiveLoad(() => api.client.call(operations.emuInfo).then((r) => parseInfo(r).tenants), [api], ['tenant.changed']);
+  const tenants = fresh.state === 'ok' ? fresh.data : info.tenants;
   const name = snippets.state === 'ok' && snippets.data[0] ? snippets.data[0].name : 'hello';
   const curl = `curl -s -X POST ${base}/v1/invoke/${name} \\\n  -H "Authorization: Bearer ${info.localApiKey ?? '<API_KEY>'}" \\\n  -H "Content-Type: application/json" -d '{"name": "you"}'`;
   return (
@@ -67,7 +75,7 @@ export function Overview(_props: { params: string[] }) {
       </section>
       <section className="card">
         <h2>Tenants and caps</h2>
-        <TenantTable tenants={info.tenants} />
+        <TenantTable tenants={tenants} />
       </section>
     </>
   );

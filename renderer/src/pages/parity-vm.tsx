@@ -1,11 +1,13 @@
 // The executor VM (Lima, macOS) on the Parity status page: its status from GET /_emu/vm, Create / Start /
-// Stop (POST /_emu/vm/{action}, which run in the background), and the running operation's log, polled
-// every second until it ends. Where Lima is not used (Linux) the reason is shown plainly instead.
+// Stop (POST /_emu/vm/{action}, which run in the background), and the running operation's log, line by line
+// from the live feed (`vm.operation`), never polled. Where Lima is not used (Linux) the reason is shown
+// plainly instead.
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
 import { ProblemNotice } from '../ui/kit';
 import type { VmOperation, VmStatus } from '../types';
+import { useLiveEvent } from '../live-react';
 import './parity-vm.css';
 
 type Kind = VmOperation['kind'];
@@ -65,12 +67,13 @@ export function ExecutorVm({
   const [actionError, setActionError] = useState<unknown>(null);
   const [pending, setPending] = useState<Kind | null>(null);
   const [tick, setTick] = useState(0);
+  const reloading = useRef(false);
+  const reloadAgain = useRef(false);
 
-  // Load, then poll every second while an operation runs (an operation started elsewhere, e.g. by
-  // `svc-emu lima start`, is followed too once seen).
+  // Load; then the live feed says when an operation (from here or `svc-emu lima start`) begins, prints a
+  // line (appended here, no request) or ends (read again).
   useEffect(() => {
     let live = true;
-    let timer: number | undefined;
     const load = async () => {
       try {
         const s = readStatus(await api.client.call(operations.emuVmStatus));
@@ -80,18 +83,50 @@ export function ExecutorVm({
         const running = s.operation?.state === 'running';
         if (wasRunning.current && !running) onExecutorChanged?.(); // a start connects the core to the VM
         wasRunning.current = running;
-        if (running) timer = window.setTimeout(load, 1_000);
       } catch (err) {
         if (live) setLoadError(err);
+      }
+      if (!live) return;
+      reloading.current = false;
+      if (reloadAgain.current) {
+        reloadAgain.current = false;
+        again();
       }
     };
     void load();
     return () => {
       live = false;
-      window.clearTimeout(timer);
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api, tick, check]);
+
+  const shown = useRef(status);
+  shown.current = status;
+  /** Reads the status again: once in flight and at most once more after it, however many events come. */
+  function again() {
+    if (reloading.current) {
+      reloadAgain.current = true;
+      return;
+    }
+    reloading.current = true;
+    setTick((t) => t + 1);
+  }
+  useLiveEvent(
+    ['vm.operation'],
+    (e) => {
+      if (e.type !== 'vm.operation') return;
+      const { line, state, started_at, log_total } = e.data;
+      const op = shown.current?.operation;
+      if (line !== null && state === 'running' && op?.state === 'running' && op.started_at === started_at) {
+        // The operation shown printed a line: add it (the core keeps the last 500 lines; so does this view).
+        const next = { ...op, log: [...op.log, line].slice(-500), log_total };
+        setStatus((s) => (s ? { ...s, operation: next } : s));
+        return;
+      }
+      again();
+    },
+    { onReset: again },
+  );
 
   const connect = async () => {
     setConnecting(true);

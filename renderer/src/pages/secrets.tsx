@@ -4,7 +4,8 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
-import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { ConfirmButton, Field } from '../ui/controls';
 import type { SecretInfo, SecretPage } from '../types';
 import './operator.css';
@@ -20,16 +21,21 @@ export function secretNameProblem(name: string): string | null {
 
 export function Secrets(_props: { params: string[] }) {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async () => {
-    const all: SecretInfo[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: SecretPage = await api.client.call(operations.listSecrets, { query: { limit: '1000', ...(cursor ? { cursor } : {}) } });
-      all.push(...page.data);
-      cursor = page.next_cursor;
-    } while (cursor && all.length < 10_000);
-    return all;
-  }, [api]);
+  // Secrets set or deleted elsewhere (the API, another tab) show as they change (the event carries names only).
+  const [loaded, reload] = useLiveLoad(
+    async () => {
+      const all: SecretInfo[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: SecretPage = await api.client.call(operations.listSecrets, { query: { limit: '1000', ...(cursor ? { cursor } : {}) } });
+        all.push(...page.data);
+        cursor = page.next_cursor;
+      } while (cursor && all.length < 10_000);
+      return all;
+    },
+    [api],
+    ['secret.changed'],
+  );
   const [name, setName] = useState('');
   const [touched, setTouched] = useState(false);
   const [valueProblem, setValueProblem] = useState<string | null>(null);

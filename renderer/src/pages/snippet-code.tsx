@@ -14,8 +14,10 @@ export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
   const { api } = useApp();
   const latest = snippet.latest_version;
   const asked = Number(rest[0]);
-  // A version in the route (`…/code/3`) opens that one; the picker changes it in place.
-  const [version, setVersion] = useState<number | null>(Number.isInteger(asked) && asked >= 1 ? asked : latest);
+  // A version in the route (`…/code/3`) opens that one; the picker changes it in place. Otherwise the tab
+  // follows the latest version: a save in the workspace shows here as soon as the snippet page reloads.
+  const [picked, setVersion] = useState<number | null>(Number.isInteger(asked) && asked >= 1 ? asked : null);
+  const version = picked ?? latest;
   const [versions] = useLoad(
     () => (latest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)),
     [api, snippet.name, latest],

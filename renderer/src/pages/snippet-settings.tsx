@@ -5,7 +5,8 @@ import { useState } from 'react';
 import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
-import { EmptyState, ProblemNotice, Show, useLoad } from '../ui/kit';
+import { EmptyState, ProblemNotice, Show } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import {
   deploy,
   envOrder,
@@ -25,14 +26,20 @@ export function SettingsTab({ snippet, folder, refresh }: SnippetTabProps) {
   const latest = snippet.latest_version;
   // Kept here, not in the form: a save reloads the latest version, which remounts the form.
   const [outcome, setOutcome] = useState<Outcome>({ saved: null, error: null });
-  const [loaded, reload] = useLoad(async () => {
-    const [version, caps, environments] = await Promise.all([
-      latest === null ? Promise.resolve(null) : getVersion(api, snippet.name, latest),
-      getCaps(api),
-      getEnvironments(api),
-    ]);
-    return { version, caps, environments: [...environments].sort((a, b) => envOrder(a.name, b.name)) };
-  }, [api, snippet.name, latest]);
+  // The latest version follows the snippet page (which reloads on every save); caps changed by the
+  // operator (`svc-emu tenant limits`) and new environments come from the live feed.
+  const [loaded, reload] = useLiveLoad(
+    async () => {
+      const [version, caps, environments] = await Promise.all([
+        latest === null ? Promise.resolve(null) : getVersion(api, snippet.name, latest),
+        getCaps(api),
+        getEnvironments(api),
+      ]);
+      return { version, caps, environments: [...environments].sort((a, b) => envOrder(a.name, b.name)) };
+    },
+    [api, snippet.name, latest],
+    ['tenant.changed', 'environment.created'],
+  );
 
   return (
     <Show loaded={loaded}>

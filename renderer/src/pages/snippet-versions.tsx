@@ -4,6 +4,8 @@ import { useEffect, useState } from 'react';
 import { useApp } from '../context';
 import { href } from '../router';
 import { EmptyState, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
+import { snippetOf } from '../live';
 import { diffBundles, type FileDiff } from './snippet-diff';
 import {
   deploy,
@@ -29,18 +31,24 @@ interface VersionsData {
 
 export function VersionsTab({ snippet, refresh }: SnippetTabProps) {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async (): Promise<VersionsData> => {
-    const [versions, deployments, environments] = await Promise.all([
-      getVersions(api, snippet.name),
-      getDeployments(api, snippet.name),
-      getEnvironments(api),
-    ]);
-    return {
-      versions,
-      deployments: [...deployments].sort((a, b) => envOrder(a.env, b.env)),
-      environments: [...environments].sort((a, b) => envOrder(a.name, b.name)),
-    };
-  }, [api, snippet.name, snippet.latest_version]);
+  // New versions, deploys (from here, the API or the CLI) and new environments show as they happen.
+  const [loaded, reload] = useLiveLoad(
+    async (): Promise<VersionsData> => {
+      const [versions, deployments, environments] = await Promise.all([
+        getVersions(api, snippet.name),
+        getDeployments(api, snippet.name),
+        getEnvironments(api),
+      ]);
+      return {
+        versions,
+        deployments: [...deployments].sort((a, b) => envOrder(a.env, b.env)),
+        environments: [...environments].sort((a, b) => envOrder(a.name, b.name)),
+      };
+    },
+    [api, snippet.name],
+    ['version.created', 'deployment.changed', 'environment.created'],
+    (e) => e.type === 'environment.created' || snippetOf(e) === snippet.name,
+  );
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<string | null>(null);

@@ -3,7 +3,9 @@
 import { ProblemError } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
-import { EmptyState, Loading, ProblemNotice, useLoad } from '../ui/kit';
+import { EmptyState, Loading, ProblemNotice } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
+import { snippetOf } from '../live';
 import { CodeTab } from './snippet-code';
 import { SettingsTab } from './snippet-settings';
 import { RunTab } from './snippet-run';
@@ -35,10 +37,17 @@ export function SnippetPage({ params }: { params: string[] }) {
   const { api } = useApp();
   const name = params[0] ?? '';
   const tab: TabId = TABS.some((t) => t.id === params[1]) ? (params[1] as TabId) : 'code';
-  const [loaded, reload] = useLoad(async () => {
-    const [snippet, workspace] = await Promise.all([getSnippet(api, name), getWorkspace(api)]);
-    return { snippet, workspace, folder: workspace.folders.find((f) => f.snippet === snippet.name) ?? null };
-  }, [api, name]);
+  // A save in the workspace (new version or compile error), a deploy or a delete shows at once: the
+  // live feed names the snippet that changed.
+  const [loaded, reload] = useLiveLoad(
+    async () => {
+      const [snippet, workspace] = await Promise.all([getSnippet(api, name), getWorkspace(api)]);
+      return { snippet, workspace, folder: workspace.folders.find((f) => f.snippet === snippet.name) ?? null };
+    },
+    [api, name],
+    ['snippet.*', 'version.created', 'deployment.changed', 'workspace.folder'],
+    (e) => snippetOf(e) === name,
+  );
 
   if (!name) {
     return (

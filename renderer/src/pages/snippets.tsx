@@ -1,10 +1,10 @@
 // Snippets: every snippet of the local tenant with its runtime, latest version, where it runs and
 // whether it comes from the watched workspace; workspace folders whose latest save failed validation
 // are shown first, with the file and line of the error.
-import { useEffect } from 'react';
 import { useApp } from '../context';
+import { useLiveLoad } from '../live-react';
 import { href } from '../router';
-import { EmptyState, PageHeader, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, PageHeader, Show, when } from '../ui/kit';
 import {
   folderPath,
   getWorkspace,
@@ -23,22 +23,17 @@ interface ListData {
   workspace: WorkspaceView;
 }
 
-/** How often the list looks again (workspace saves land while the page is open). */
-const REFRESH_MS = 4000;
-
 export function Snippets(_props: { params: string[] }) {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async (): Promise<ListData> => {
-    const [snippets, workspace] = await Promise.all([getSnippets(api), getWorkspace(api)]);
-    return { snippets, workspace };
-  }, [api]);
-
-  useEffect(() => {
-    const t = window.setInterval(() => {
-      if (document.visibilityState === 'visible') reload();
-    }, REFRESH_MS);
-    return () => window.clearInterval(t);
-  }, [reload]);
+  // Workspace saves, API changes and deploys land while the page is open: the live feed says when.
+  const [loaded, reload] = useLiveLoad(
+    async (): Promise<ListData> => {
+      const [snippets, workspace] = await Promise.all([getSnippets(api), getWorkspace(api)]);
+      return { snippets, workspace };
+    },
+    [api],
+    ['snippet.*', 'version.created', 'deployment.changed', 'workspace.folder'],
+  );
 
   return (
     <div className="sn">

@@ -3,7 +3,8 @@
 import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'react';
 import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
-import { EmptyState, Json, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, Json, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { ConfirmButton, Field } from '../ui/controls';
 import type { StoreEntry, StoreKeyInfo } from '../types';
 import './operator.css';
@@ -45,20 +46,31 @@ export function Store(_props: { params: string[] }) {
     return () => window.clearTimeout(t);
   }, [prefixInput]);
 
-  const [first, reloadList] = useLoad(async () => {
-    setMore(null);
-    return await api.client.call(operations.listStoreKeys, { query: { limit: String(PAGE), prefix } });
-  }, [api, prefix]);
+  // Keys written by snippets (`store.set`) or the API show as they change: the feed names the key.
+  const [first, reloadList] = useLiveLoad(
+    async () => {
+      setMore(null);
+      return await api.client.call(operations.listStoreKeys, { query: { limit: String(PAGE), prefix } });
+    },
+    [api, prefix],
+    ['store.changed'],
+    (e) => e.type === 'store.changed' && e.data.key.startsWith(prefix),
+  );
 
-  const [detail, reloadDetail] = useLoad(async () => {
-    if (selected === null) return null;
-    try {
-      return await api.client.call(operations.getStoreValue, { params: { key: selected } });
-    } catch (err) {
-      if (err instanceof ProblemError && err.status === 404) return 'missing' as const;
-      throw err;
-    }
-  }, [api, selected]);
+  const [detail, reloadDetail] = useLiveLoad(
+    async () => {
+      if (selected === null) return null;
+      try {
+        return await api.client.call(operations.getStoreValue, { params: { key: selected } });
+      } catch (err) {
+        if (err instanceof ProblemError && err.status === 404) return 'missing' as const;
+        throw err;
+      }
+    },
+    [api, selected],
+    ['store.changed'],
+    (e) => e.type === 'store.changed' && e.data.key === selected,
+  );
 
   async function loadMore(cursor: string) {
     setLoadingMore(true);

@@ -19,12 +19,12 @@ import {
   ModeTag,
   tLabel,
   useNow,
-  usePoll,
   useWidth,
   type Invocation,
 } from './invocation-common';
 import { useFollow, type LiveEvent } from './stream-follow';
 import './invocations.css';
+import { useLiveEvent } from '../live-react';
 
 export function StreamInspector({ params }: { params: string[] }) {
   return params[0] ? <Inspector id={params[0]} /> : <StreamList />;
@@ -59,7 +59,12 @@ function StreamList() {
     };
   }, [api, tick]);
 
-  usePoll(() => setTick((t) => t + 1), 2000, true);
+  // A stream starting or ending reloads the list (the live feed); nothing polls.
+  const bump = () => setTick((t) => t + 1);
+  useLiveEvent(['invocation.created', 'invocation.started', 'invocation.finished'], bump, {
+    filter: (e) => 'mode' in e.data && e.data.mode === 'stream',
+    onReset: bump,
+  });
   const now = useNow(1000);
   const running = rows?.filter(isRunning) ?? [];
   const done = rows?.filter((r) => !isRunning(r)) ?? [];
@@ -70,7 +75,8 @@ function StreamList() {
         <FollowById />
       </PageHeader>
       <p className="muted inv-intro">
-        Pick a streamed invocation to watch its events arrive, or replay the events of one that has ended. This list refreshes itself.
+        Pick a streamed invocation to watch its events arrive, or replay the events of one that has ended. This list follows new streams as
+        they start.
       </p>
       {error !== null && <ProblemNotice error={error} title="Could not load the streamed invocations" />}
       {rows === null && error === null && <Loading />}

@@ -4,7 +4,8 @@ import { useState, type FormEvent } from 'react';
 import { operations } from '../api';
 import type { CreatedKey, RuntimeLimits, TenantInfo } from '../types';
 import { useApp } from '../context';
-import { EmptyState, PageHeader, ProblemNotice, Show, useLoad, when } from '../ui/kit';
+import { EmptyState, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
+import { useLiveLoad } from '../live-react';
 import { Field, OnceBox } from '../ui/controls';
 import './operator.css';
 
@@ -33,7 +34,8 @@ function humanMs(n: number): string | null {
 
 export function Tenants(_props: { params: string[] }) {
   const { api } = useApp();
-  const [loaded, reload] = useLoad(async () => (await api.client.call(operations.emuListTenants)).data, [api]);
+  // Tenants and caps changed anywhere (`svc-emu tenant`, another tab) show as they change.
+  const [loaded, reload] = useLiveLoad(async () => (await api.client.call(operations.emuListTenants)).data, [api], ['tenant.changed']);
   return (
     <>
       <PageHeader title="Tenants and caps" />

@@ -10,9 +10,9 @@ import { baseName, describeExit, type TerminalExit, type TerminalList, type Term
 import { TermView } from './terminal-view';
 import './operator.css';
 import './terminal.css';
+import { useLiveRefresh } from '../live-react';
 
 const SELECTED_KEY = 'svc-emu.terminal.selected';
-const REFRESH_MS = 3000;
 
 const targetName = (t: TerminalTarget) => (t === 'vm' ? 'VM' : 'Workspace');
 
@@ -54,9 +54,9 @@ export function Terminal(_props: { params: string[] }) {
 
   useEffect(() => {
     void load();
-    const t = window.setInterval(() => void load(), REFRESH_MS);
-    return () => window.clearInterval(t);
   }, [load]);
+  // Shells opened in another tab, exited or closed: the live feed says so (no polling).
+  useLiveRefresh(load, ['terminal.changed']);
 
   const sessions = list?.data ?? [];
   const shown = sessions.find((s) => s.id === selected) ?? sessions.at(-1) ?? null;
