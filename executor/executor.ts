@@ -4,6 +4,7 @@ import { LogBuffer } from './log-buffer';
 import type { Sandbox, SandboxHost } from './sandbox-host';
 import type { UsageSample } from './limits/types';
 import { MemoryWatchdog } from './limits/watchdog';
+import { MAX_STEPS_PER_RUN, type StepFrame } from './protocol';
 import type {
   ExecutionResult,
   Executor,
@@ -358,11 +359,14 @@ export class PooledExecutor implements Executor {
     });
     watchdog.start();
 
+    const steps = new StepCap(events);
     let reply: Awaited<ReturnType<Sandbox['channel']['invoke']>> | null = null;
     try {
       reply = await Promise.race([
         sandbox.channel.invoke(job.invocationId, job.input, job.env, {
           onChunk: (d) => events.onChunk?.(d),
+          onStep: events.onStep && ((f) => steps.pass(f)),
+          onGraph: events.onGraph && (({ t: _t, id: _id, ...graph }) => events.onGraph!(graph)),
           onLog: (stream, data) => {
             logs.append(data);
             events.onLog?.(stream, data);
@@ -461,6 +465,7 @@ export class PooledExecutor implements Executor {
       logs_truncated: logs.truncated,
       parity: this.info.parity,
       warm,
+      ...(steps.dropped ? { steps_dropped: steps.dropped } : {}),
     };
   }
 
@@ -482,6 +487,31 @@ async function reaped(sandbox: Sandbox): Promise<boolean> {
     () => true,
     () => false,
   );
+}
+
+/**
+ * One run's agent steps on their way to the core: the first MAX_STEPS_PER_RUN started steps pass (with their
+ * ends); a later start, and its end, is dropped and counted. Per run: it goes with the run.
+ */
+class StepCap {
+  private readonly started = new Set<string>();
+  dropped = 0;
+  constructor(private readonly events: ExecutorEvents) {}
+  pass({ t: _t, id: _id, ...step }: StepFrame): void {
+    if (step.phase === 'start') {
+      if (this.started.has(step.step_id)) return;
+      if (this.started.size >= MAX_STEPS_PER_RUN) {
+        this.dropped++;
+        return;
+      }
+      this.started.add(step.step_id);
+    } else if (!this.started.has(step.step_id)) {
+      if (this.started.size < MAX_STEPS_PER_RUN)
+        this.started.add(step.step_id); // an end with no start: kept as one step
+      else return;
+    }
+    this.events.onStep?.(step);
+  }
 }
 
 const round1 = (x: number) => Math.round(x * 10) / 10;

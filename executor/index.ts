@@ -17,7 +17,19 @@ import type { SandboxHost } from './sandbox-host';
 import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './types';
 
 // The public interface: what server/ (and main/, through server/) may use of the executor.
-export type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo, Outcome, PrewarmJob, PrewarmResult, RunLimits } from './types';
+export type {
+  AgentGraphEvent,
+  AgentStepEvent,
+  Executor,
+  ExecutorJob,
+  ExecutionResult,
+  ExecutorInfo,
+  Outcome,
+  PrewarmJob,
+  PrewarmResult,
+  RunLimits,
+} from './types';
+export { MAX_STEPS_PER_RUN } from './protocol';
 export type { CodeProblem } from './validate';
 export type { HostOp } from './protocol';
 export { limaAgentArgv, limaTemplate, VM_NAME } from './lima/template';

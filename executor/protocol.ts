@@ -7,7 +7,7 @@ import { z } from 'zod';
  *
  * executor → runner:  load (spares only), invoke, reply
  * runner → executor:  preloaded (spares only, once, before load), ready | init_error (once, after loading the bundle), then per invocation:
- *                     log* chunk* call* … result | error
+ *                     log* chunk* call* step* graph* … result | error
  */
 
 /**
@@ -116,6 +116,40 @@ export const ErrorFrame = z.object({
   logs_dropped: z.number().int().min(0).optional(),
 });
 
+/**
+ * What an agent framework did, from its own hooks inside the runner (LangGraph/LangChain callbacks, Mastra's
+ * step and tool hooks): one frame when a step starts and one when it ends (same `step_id`). `at_ms` is ms since
+ * the runner received the invoke frame (≈ the executor's run clock, the usage timeline's). `input`/`output` are
+ * JSON made safe and capped by the runner (about 16 KiB each). The executor keeps at most MAX_STEPS_PER_RUN.
+ */
+export const StepFrame = z.object({
+  t: z.literal('step'),
+  id: z.string(),
+  phase: z.enum(['start', 'end']),
+  step_id: z.string().min(1).max(200),
+  parent_id: z.string().max(200).nullable().optional(),
+  kind: z.enum(['node', 'step', 'tool', 'llm']),
+  framework: z.enum(['langgraph', 'mastra']),
+  name: z.string().max(500),
+  at_ms: z.number(),
+  input: z.unknown().optional(),
+  output: z.unknown().optional(),
+  error: z.string().max(4000).nullable().optional(),
+  meta: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** A compiled LangGraph graph's shape (`get_graph()`), once per run and graph: nodes, and edges (conditional marked). */
+export const GraphFrame = z.object({
+  t: z.literal('graph'),
+  id: z.string(),
+  framework: z.literal('langgraph'),
+  nodes: z.array(z.object({ id: z.string().max(500), name: z.string().max(500) })).max(1000),
+  edges: z.array(z.object({ from: z.string().max(500), to: z.string().max(500), conditional: z.boolean() })).max(5000),
+});
+
+/** Steps kept per run (a `start` of a new step past it is dropped and counted: `steps_dropped`). */
+export const MAX_STEPS_PER_RUN = 2000;
+
 export const FromRunner = z.discriminatedUnion('t', [
   PreloadedFrame,
   ReadyFrame,
@@ -123,6 +157,8 @@ export const FromRunner = z.discriminatedUnion('t', [
   LogFrame,
   ChunkFrame,
   CallFrame,
+  StepFrame,
+  GraphFrame,
   ResultFrame,
   ErrorFrame,
 ]);
@@ -137,6 +173,8 @@ export type ChunkFrame = z.infer<typeof ChunkFrame>;
 export type CallFrame = z.infer<typeof CallFrame>;
 export type ResultFrame = z.infer<typeof ResultFrame>;
 export type ErrorFrame = z.infer<typeof ErrorFrame>;
+export type StepFrame = z.infer<typeof StepFrame>;
+export type GraphFrame = z.infer<typeof GraphFrame>;
 
 /** Longest frame line accepted (a chunk or result is JSON; 8 MiB leaves room over the 6 MiB body limit). */
 export const MAX_FRAME_BYTES = 8 * 1024 * 1024;

@@ -1,6 +1,15 @@
 import { EventEmitter } from 'node:events';
 import type { Duplex } from 'node:stream';
-import { FromRunner, MAX_FRAME_BYTES, type HostOp, type InitErrorFrame, type ReadyFrame, type ToRunner } from './protocol';
+import {
+  FromRunner,
+  MAX_FRAME_BYTES,
+  type GraphFrame,
+  type HostOp,
+  type InitErrorFrame,
+  type ReadyFrame,
+  type StepFrame,
+  type ToRunner,
+} from './protocol';
 
 /**
  * The host side of the runner protocol (executor/protocol.ts) over any Node `Duplex`: fd 3 of a spawned
@@ -33,6 +42,10 @@ export type InvokeOutcome =
 export interface InvokeHandlers {
   onChunk?: (data: unknown) => void;
   onLog?: (stream: 'stdout' | 'stderr', data: string) => void;
+  /** An agent framework's step started or ended (executor/protocol.ts StepFrame). */
+  onStep?: (frame: StepFrame) => void;
+  /** A compiled graph's shape (executor/protocol.ts GraphFrame). */
+  onGraph?: (frame: GraphFrame) => void;
   /** Answers a host call; a thrown error with a string `code` becomes `{ok:false, error:{code, message}}`. */
   onCall: (op: HostOp, args: Record<string, unknown>) => Promise<unknown>;
 }
@@ -266,6 +279,8 @@ export class RunnerChannel extends EventEmitter {
         }
         if (frame.t === 'log') active.handlers.onLog?.(frame.stream, frame.data);
         else if (frame.t === 'chunk') active.handlers.onChunk?.(frame.data);
+        else if (frame.t === 'step') active.handlers.onStep?.(frame);
+        else if (frame.t === 'graph') active.handlers.onGraph?.(frame);
         else if (frame.t === 'result') {
           active.resolve({
             kind: 'result',

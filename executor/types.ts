@@ -1,4 +1,4 @@
-import type { HostOp } from './protocol';
+import type { GraphFrame, HostOp, StepFrame } from './protocol';
 import type { SpareStats } from './sandbox-host';
 
 /**
@@ -49,8 +49,16 @@ export type PrewarmResult =
   | { outcome: 'ready' | 'skipped' }
   | { outcome: 'handler_error' | 'oom_killed' | 'failed'; message: string; evidence?: Record<string, unknown> };
 
+/** An agent framework's step, as the runner reported it from the framework's own hooks (executor/protocol.ts). */
+export type AgentStepEvent = Omit<StepFrame, 't' | 'id'>;
+/** A compiled LangGraph graph's shape, reported once per run and graph. */
+export type AgentGraphEvent = Omit<GraphFrame, 't' | 'id'>;
+
 export interface ExecutorEvents {
   onChunk?(data: unknown): void;
+  /** Agent steps (start and end), at most MAX_STEPS_PER_RUN started ones per run (the rest: `steps_dropped`). */
+  onStep?(step: AgentStepEvent): void;
+  onGraph?(graph: AgentGraphEvent): void;
   onLog?(stream: 'stdout' | 'stderr', data: string): void;
   /**
    * Host calls from the snippet's libraries (store, integrations), answered by the core. `log` adds a
@@ -96,6 +104,8 @@ export interface ExecutionResult {
   parity: Parity;
   /** Whether a warm sandbox served it. */
   warm: boolean;
+  /** Agent steps the run started past MAX_STEPS_PER_RUN, dropped (absent when none). */
+  steps_dropped?: number;
 }
 
 export interface RetireFilter {

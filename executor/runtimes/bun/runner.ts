@@ -209,6 +209,8 @@ function describeInitError(err: unknown): { message: string; stack?: string } {
 
 interface Invocation {
   id: string;
+  /** performance.now() when the invoke frame was taken: the agent steps' clock (`at_ms`). */
+  t0: number;
   logBytes: number;
   truncated: boolean;
   /** Bytes dropped past LOG_CAP_BYTES. */
@@ -470,6 +472,43 @@ function onUncaught(err: unknown): void {
 process.on('uncaughtException', onUncaught);
 process.on('unhandledRejection', onUncaught);
 
+// ---- agent steps -----------------------------------------------------------------------------------
+// Mastra's steps and tool calls come from its own per-call hooks (agent-hooks.ts), added by wrapping
+// Agent.prototype.stream / generate once the snippet has imported @mastra/core: checked before each invocation
+// until it has (a dictionary lookup in Bun's module registry); agent-hooks.ts is loaded only then.
+
+let agentHooks: 'pending' | 'installed' | 'none' = 'pending';
+let mastraPaths: string[] | null = null;
+let endAgentSteps: (() => void) | null = null;
+
+async function watchAgentFramework(): Promise<void> {
+  if (mastraPaths === null) {
+    mastraPaths = [];
+    for (const spec of ['@mastra/core/agent', '@mastra/core']) {
+      try {
+        mastraPaths.push(Bun.resolveSync(spec, BUNDLE_DIR));
+      } catch {
+        /* not installed here */
+      }
+    }
+    if (mastraPaths.length === 0) agentHooks = 'none';
+  }
+  const cache = (require as unknown as { cache: Record<string, unknown> }).cache;
+  if (agentHooks !== 'pending' || !mastraPaths.some((p) => p in cache)) return;
+  agentHooks = 'installed';
+  try {
+    const [{ Agent }, hooks] = await Promise.all([import(mastraPaths[0]!) as Promise<{ Agent?: unknown }>, import('./agent-hooks')]);
+    hooks.installMastraHooks(Agent, {
+      current: () => (current && !current.done ? current : null),
+      send: (frame) => writeLine(JSON.stringify(frame) + '\n'),
+      note,
+    });
+    endAgentSteps = hooks.endInvocation;
+  } catch (err) {
+    note(`agent steps are off: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 // ---- load the bundle -------------------------------------------------------------------------------
 
 type Handler = (input: unknown) => unknown;
@@ -586,18 +625,20 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
     return;
   }
   const idJson = JSON.stringify(frame.id);
-  const inv: Invocation = { id: frame.id, logBytes: 0, truncated: false, dropped: 0, done: false, abort: () => {} };
+  const inv: Invocation = { id: frame.id, t0: performance.now(), logBytes: 0, truncated: false, dropped: 0, done: false, abort: () => {} };
   const aborted = new Promise<never>((_, reject) => {
     inv.abort = reject;
   });
   aborted.catch(() => {});
   groupIndent = '';
   egress?.closeAll(); // connections opened outside this invocation are not to be reused under its name
+  if (agentHooks === 'pending') await watchAgentFramework();
   current = inv;
 
   const finishError = (err: unknown) => {
     if (inv.done) return;
     const d = err instanceof NotJsonError ? { message: err.message } : describeThrown(err);
+    endAgentSteps?.();
     inv.done = true;
     sendFrame({ t: 'error', id: frame.id, code: 'handler_error', ...d });
   };
@@ -619,6 +660,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
     }
     const json = toJson(result, 'the return value');
     if (inv.done) return;
+    endAgentSteps?.();
     inv.done = true;
     writeLine(`{"t":"result","id":${idJson},"output":${json}${inv.dropped ? `,"logs_dropped":${inv.dropped}` : ''}}\n`);
   })();

@@ -35,7 +35,9 @@ HOST_OPS = frozenset(("store.get", "store.set", "store.delete", "store.list", "i
 
 RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
 # The runner's own files: their frames never show in a tenant's traceback.
-RUNNER_FILES = frozenset(os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "_svc_egress_relay.py", "svc_runner.py"))
+RUNNER_FILES = frozenset(
+    os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "_svc_egress_relay.py", "svc_runner.py", "_svc_agent_hooks.py")
+)
 
 
 # ---- JSON, the way json.dumps / json.loads do it in C (same output, same error messages) -----------------
@@ -138,9 +140,10 @@ def _to_json(value, what):
 
 
 class _Invocation:
-    __slots__ = ("id", "id_json", "log_bytes", "truncated", "dropped", "done")
+    __slots__ = ("id", "id_json", "log_bytes", "truncated", "dropped", "done", "t0")
 
     def __init__(self, inv_id):
+        self.t0 = time.perf_counter()  # the agent steps' clock (at_ms)
         self.id = inv_id
         self.id_json = _dumps_loose(inv_id)
         self.log_bytes = 0
@@ -410,6 +413,85 @@ def _register_host():
         return
     svc_host._register(call_sync, call_async)
     _svc_dir = os.path.dirname(os.path.abspath(svc_host.__file__)) + os.sep
+
+
+# ---- agent steps ---------------------------------------------------------------------------------------
+#
+# LangChain / LangGraph steps come from the frameworks' own hooks (_svc_agent_hooks.py), installed right after
+# langchain_core's tracer context or LangGraph's Pregel is imported (by the bundle, a framework spare or a
+# handler). Until then nothing of it is loaded: a plain snippet pays one name check per import it makes.
+
+_AGENT_TRIGGERS = frozenset(("langchain_core.tracers.context", "langgraph.pregel.main"))
+_agent_hooks = None
+
+
+def _install_agent_hooks():
+    global _agent_hooks
+    try:
+        if _agent_hooks is None:
+            # By its path: the runner's directory is not on sys.path once the bundle's is (main()).
+            spec_from_file_location, module_from_spec = _import_helpers()
+            spec = spec_from_file_location("_svc_agent_hooks", os.path.join(RUNNER_DIR, "_svc_agent_hooks.py"))
+            module = module_from_spec(spec)
+            spec.loader.exec_module(module)
+            _agent_hooks = module
+        if _agent_hooks.install(sys.modules[__name__]):
+            _remove_import_watch()
+    except Exception as exc:  # noqa: BLE001 - no steps, the snippet runs on
+        _note("agent steps are off: %s: %s" % (type(exc).__name__, exc))
+        _remove_import_watch()
+
+
+class _ThenInstall:
+    """A module's loader, then the agent hooks once the module has run."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _install_agent_hooks()
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _ImportWatch:
+    """On sys.meta_path: finds nothing itself; for the trigger modules, wraps the real finder's loader."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _AGENT_TRIGGERS:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenInstall(spec.loader)
+                return spec
+        return None
+
+
+_import_watch = _ImportWatch()
+
+
+def _watch_imports():
+    if any(name in sys.modules for name in _AGENT_TRIGGERS):
+        _install_agent_hooks()
+    if _import_watch not in sys.meta_path:
+        sys.meta_path.insert(0, _import_watch)
+
+
+def _remove_import_watch():
+    try:
+        sys.meta_path.remove(_import_watch)
+    except ValueError:
+        pass
 
 
 # ---- tracebacks ----------------------------------------------------------------------------------------
@@ -694,6 +776,8 @@ def _release(inv):
     if _current is not inv:
         return
     _current = None
+    if _agent_hooks is not None:
+        _agent_hooks.forget()
     if _egress is not None:
         _egress.close_all()
 
@@ -802,6 +886,7 @@ def main():
     # The runner's own directory is no place to import a tenant's modules from.
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != RUNNER_DIR]
     _register_host()
+    _watch_imports()
     if "entry" not in opts:
         _preload(opts.get("preload", ""), opts.get("warmup"))
     sys.path.insert(0, bundle_dir)
