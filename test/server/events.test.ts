@@ -421,52 +421,59 @@ describe('every change publishes its event (real API, loader, inbox, egress)', (
   });
 
   it('invocations in every mode: created, started, finished (summary only)', async () => {
-    const [created, started, finished] = [
-      upcoming('invocation.created', (d) => d.snippet === 'evt' && d.mode === 'sync'),
-      upcoming('invocation.started', (d) => d.snippet === 'evt' && d.mode === 'sync'),
-      upcoming('invocation.finished', (d) => d.snippet === 'evt' && d.mode === 'sync'),
-    ];
+    /** The event of this type for this invocation, among the frames from `from` on. */
+    const of = async <T extends 'invocation.created' | 'invocation.started' | 'invocation.finished'>(type: T, id: string, from: number) =>
+      JSON.parse(
+        (await feed.next((x) => x.event === type && (JSON.parse(x.data) as { data: { id: string } }).data.id === id, 15_000, from)).data,
+      ) as Extract<EmuEvent, { type: T }>;
+    let from = feed.frames.length;
     const t0 = performance.now();
     const r = await ok(wcore.call('POST', '/v1/invoke/evt', { hello: 'input-VALUE-never-in-events' }));
-    const id = r.headers.get('x-invocation-id');
-    expect((await created).data).toMatchObject({ id, status: 'running', outcome: null });
-    expect((await started).data.id).toBe(id);
-    const fin = await finished;
+    const id = r.headers.get('x-invocation-id')!;
+    expect((await of('invocation.created', id, from)).data).toMatchObject({ id, mode: 'sync', status: 'running', outcome: null });
+    expect((await of('invocation.started', id, from)).data.id).toBe(id);
+    const fin = await of('invocation.finished', id, from);
     (latency['invocation.finished'] ??= []).push(performance.now() - t0);
     expect(fin.data).toMatchObject({ id, status: 'succeeded', outcome: 'success', error: null, version: 1, env: null });
     expect(fin.data.duration_ms).toEqual(expect.any(Number));
 
     // stream
-    const streamed = upcoming('invocation.finished', (d) => d.mode === 'stream');
+    from = feed.frames.length;
     const s = await wcore.call('POST', '/v1/invoke/evt', {}, { headers: { 'x-invoke-mode': 'stream' } });
     expect(s.status).toBe(200);
-    expect((await streamed).data).toMatchObject({ id: s.headers.get('x-invocation-id'), outcome: 'success' });
+    const sid = s.headers.get('x-invocation-id')!;
+    expect((await of('invocation.created', sid, from)).data.mode).toBe('stream');
+    expect((await of('invocation.finished', sid, from)).data).toMatchObject({ mode: 'stream', outcome: 'success' });
 
     // async: queued, then the worker starts it and finishes it
-    const asyncCreated = upcoming('invocation.created', (d) => d.mode === 'async');
-    const asyncStarted = upcoming('invocation.started', (d) => d.mode === 'async');
-    const asyncFinished = upcoming('invocation.finished', (d) => d.mode === 'async');
+    from = feed.frames.length;
     const a = await ok(wcore.call('POST', '/v1/invoke/evt', {}, { headers: { 'x-invoke-mode': 'async' } }), 202);
     const aid = a.json.invocation_id as string;
-    expect((await asyncCreated).data).toMatchObject({ id: aid, status: 'queued' });
-    expect((await asyncStarted).data).toMatchObject({ id: aid, status: 'running' });
-    expect((await asyncFinished).data).toMatchObject({ id: aid, status: 'succeeded', outcome: 'success' });
+    expect((await of('invocation.created', aid, from)).data).toMatchObject({ mode: 'async', status: 'queued' });
+    expect((await of('invocation.started', aid, from)).data).toMatchObject({ status: 'running' });
+    expect((await of('invocation.finished', aid, from)).data).toMatchObject({ status: 'succeeded', outcome: 'success' });
 
     // a failure says its code
-    const failed = upcoming('invocation.finished', (d) => d.outcome === 'timeout');
-    await wcore.call(
+    from = feed.frames.length;
+    const t = await wcore.call(
       'POST',
       '/v1/invoke/evt',
       { sleep: 5_000 },
       { headers: { 'x-emu-limits': 'timeout_ms=200', 'x-emu-admin': wcore.admin } },
     );
-    expect((await failed).data).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    expect(t.status, t.text).toBe(504);
+    const tid = t.headers.get('x-invocation-id')!;
+    expect((await of('invocation.finished', tid, from)).data).toMatchObject({
+      status: 'failed',
+      outcome: 'timeout',
+      error: { code: 'timeout' },
+    });
 
     // a cancelled running job
-    const running = upcoming('invocation.started', (d) => d.mode === 'async');
+    from = feed.frames.length;
     const b = await ok(wcore.call('POST', '/v1/invoke/evt', { sleep: 20_000 }, { headers: { 'x-invoke-mode': 'async' } }), 202);
     const bid = b.json.invocation_id as string;
-    expect((await running).data.id).toBe(bid);
+    await of('invocation.started', bid, from);
     const cancelled = await expectEvent(
       'invocation.finished',
       (d) => d.id === bid,
@@ -577,7 +584,24 @@ describe('every change publishes its event (real API, loader, inbox, egress)', (
       (d) => d.key === 'from-snippet',
       () => ok(wcore.call('POST', '/v1/invoke/evt', { store: 'from-snippet' })),
     );
+    const key = await expectEvent(
+      'tenant.changed',
+      (d) => d.tenant_id === t.data.tenant_id,
+      () => ok(wcore.call('POST', '/_emu/tenants/evt-tenant/keys', {}, { key: wcore.admin }), 201),
+    );
+    expect(key.data.name).toBe('evt-tenant');
+    let rotated = '';
+    await expectEvent(
+      'tenant.changed',
+      (d) => d.name === 'local',
+      async () => (rotated = (await ok(wcore.call('POST', '/v1/tenant/webhook-secret'))).json.secret as string),
+    );
+    expect(rotated).toMatch(/^whsec_/);
+    // A key whose TTL runs out is swept (every 50 ms in a test core): its expiry is a change too.
+    await ok(wcore.call('PUT', '/v1/store/evt-ttl', { value: 1, ttl_seconds: 1 }), 201);
+    await upcoming('store.changed', (d) => d.key === 'evt-ttl' && d.deleted, 5_000);
     const raw = feed.raw();
+    expect(raw).not.toContain(rotated);
     for (const value of ['secret-VALUE-never-in-events', 'store-VALUE-never-in-events', 'store-VALUE-from-snippet']) {
       expect(raw, value).not.toContain(value);
     }
