@@ -23,6 +23,7 @@ import {
   type RecordedEvent,
 } from './invocation-common';
 import { TimelineChart } from './invocation-timeline';
+import { AgentSection } from './agent-view';
 import { RunAgain } from './invocation-replay';
 import './invocations.css';
 import { useLiveEvent } from '../live-react';
@@ -220,6 +221,8 @@ export function InvocationPage({ params }: { params: string[] }) {
           {inv.output !== undefined ? <Json value={inv.output} /> : <p className="muted">{running ? 'Not finished yet.' : 'No output.'}</p>}
         </section>
       )}
+
+      <AgentSection inv={inv} />
 
       <div className="inv-grid">
         <section className="card inv-card" aria-labelledby="run-h">

@@ -23,6 +23,7 @@ import {
   type Invocation,
 } from './invocation-common';
 import { useFollow, type LiveEvent } from './stream-follow';
+import { AssembledText, chunkText } from './agent-text';
 import './invocations.css';
 import { useLiveEvent } from '../live-react';
 
@@ -210,7 +211,8 @@ function Inspector({ id }: { id: string }) {
   // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
   const meta = (start?.data ?? null) as { snippet?: string; version?: number; env?: string | null } | null;
   const title = meta?.snippet ? `${meta.snippet} v${meta.version}` : inv ? `${inv.snippet} v${inv.version}` : 'Stream';
-  const texts = chunks.length > 0 && chunks.every((c) => typeof (c.data as { data?: unknown } | null)?.data === 'string');
+  // Chunks that spell text (strings, or {token|text|delta|content}: agent-text.tsx) are assembled beside the frames.
+  const texts = chunks.some((c) => chunkText((c.data as { data?: unknown } | null)?.data) !== null);
 
   return (
     <div className="inv-page stream-page" data-testid="stream-inspector" data-state={f.state}>
@@ -275,29 +277,26 @@ function Inspector({ id }: { id: string }) {
 
           {last && <Outcome event={last} />}
 
-          {texts && (
-            <section className="card inv-card" aria-labelledby="text-h">
-              <h2 id="text-h">Text so far</h2>
-              <p className="stream-text" data-testid="stream-text">
-                {chunks.map((c) => (c.data as { data: string }).data).join('')}
-              </p>
-            </section>
-          )}
-
-          <section className="card inv-card" aria-labelledby="events-h">
-            <h2 id="events-h">
-              {raw ? 'Raw SSE' : 'Events'} <span className="muted">({f.events.length})</span>
-            </h2>
-            {f.events.length === 0 ? (
-              <p className="muted">{f.state === 'connecting' ? 'Connecting…' : 'Waiting for the first event…'}</p>
-            ) : raw ? (
-              <pre className="inv-pre stream-raw" data-testid="raw-sse" tabIndex={0} aria-label="Raw SSE frames">
-                {f.events.map((e) => e.raw).join('\n\n')}
-              </pre>
-            ) : (
-              <EventTable events={f.events} waiting={f.state === 'open' && !last ? clock - lastT : null} />
+          <div className={texts ? 'agent-beside' : undefined}>
+            {texts && (
+              <AssembledText datas={chunks.map((c) => (c.data as { data?: unknown } | null)?.data)} going={f.state === 'open' && !last} />
             )}
-          </section>
+
+            <section className="card inv-card" aria-labelledby="events-h">
+              <h2 id="events-h">
+                {raw ? 'Raw SSE' : 'Events'} <span className="muted">({f.events.length})</span>
+              </h2>
+              {f.events.length === 0 ? (
+                <p className="muted">{f.state === 'connecting' ? 'Connecting…' : 'Waiting for the first event…'}</p>
+              ) : raw ? (
+                <pre className="inv-pre stream-raw" data-testid="raw-sse" tabIndex={0} aria-label="Raw SSE frames">
+                  {f.events.map((e) => e.raw).join('\n\n')}
+                </pre>
+              ) : (
+                <EventTable events={f.events} waiting={f.state === 'open' && !last ? clock - lastT : null} />
+              )}
+            </section>
+          </div>
         </>
       )}
     </div>
