@@ -195,7 +195,9 @@ describe('GUI in Chromium', () => {
     expect(await shown(w, w.page.getByRole('alert'), 'the refusal')).toBe('Cannot switch: /nope does not exist');
     await pick('/home/me/other-ws');
     await w.page.getByTestId('switch-workspace').click();
-    expect(await shown(w, w.page.getByRole('status'), 'the restart notice')).toBe('Restarting on /home/me/other-ws…');
+    // (The sidebar's live-feed sign is a status too.)
+    const restart = w.page.getByRole('status').filter({ hasText: 'Restarting' });
+    expect(await shown(w, restart, 'the restart notice')).toBe('Restarting on /home/me/other-ws…');
     expect(await w.page.evaluate(() => (window as unknown as { __switched: string[] }).__switched)).toEqual(['/nope', '/home/me/other-ws']);
     expect(await w.page.getByTestId('switch-workspace').isDisabled()).toBe(true);
     expect(w.errors).toEqual([]);
@@ -207,7 +209,8 @@ describe('GUI in Chromium', () => {
       const w = await openPage(mode === 'desktop' ? (context) => injectBridge(context, core.adminToken) : undefined);
       await w.page.goto(mode === 'browser' ? `${core.url}/?token=${core.adminToken}` : `${core.url}/`);
       expect(await shown(w, apiKey(w.page), `the API key (${mode} mode)`)).toBe(core.localApiKey);
-      await w.page.waitForLoadState('networkidle');
+      // Not networkidle: the live feed (GET /_emu/events) stays open. Its sign says it connected, after the page's first reads.
+      await w.page.locator('[data-testid="live-indicator"][data-state="live"]').waitFor();
 
       expect(w.errors, mode).toEqual([]);
       expect(
