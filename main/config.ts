@@ -13,11 +13,14 @@ export interface ShellConfig {
   callbackRetryScale?: number;
   /** `local` or `lima` (checked by the app; absent: Lima on macOS when limactl is installed). */
   executor?: string;
+  /** As for `svc-emu serve`: the terminal lines of `npm start` (server/terminal-lines.ts); checked at start. */
+  logLevel?: string;
+  logFormat?: string;
 }
 
 /**
  * Reads `--data-dir`, `--workspace`, `--port`, `--host` and the async/egress flags of `svc-emu serve`
- * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`, `--executor`), as `--flag value` or `--flag=value`, from
+ * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`, `--executor`, `--log-level`, `--log-format`), as `--flag value` or `--flag=value`, from
  * `argv`, then `SVC_EMU_DATA_DIR` / `SVC_EMU_WORKSPACE` from `env`. Unknown arguments (Electron's and
  * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port);
  * an installed app, started from the desktop with `/` as its cwd, passes its own `defaults`.
@@ -33,7 +36,9 @@ export function resolveShellConfig(
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     const match =
-      /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor)(?:=(.*))?$/.exec(arg);
+      /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor|log-level|log-format)(?:=(.*))?$/.exec(
+        arg,
+      );
     if (!match) continue;
     const name = match[1] as string;
     const value = match[2] ?? argv[i + 1];
@@ -55,5 +60,7 @@ export function resolveShellConfig(
     ...(flags.has('async-workers') ? { asyncWorkers: Number(flags.get('async-workers')) } : {}),
     ...(flags.has('callback-retry-scale') ? { callbackRetryScale: Number(flags.get('callback-retry-scale')) } : {}),
     ...(flags.has('executor') ? { executor: flags.get('executor') } : {}),
+    ...(flags.has('log-level') ? { logLevel: flags.get('log-level') } : {}),
+    ...(flags.has('log-format') ? { logFormat: flags.get('log-format') } : {}),
   };
 }

@@ -2,7 +2,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, safeStorage, session, shell, Tray } from 'electron';
-import { coresDir, executorAgentFor, startEmulator } from '../server';
+import { coresDir, executorAgentFor, startEmulator, terminalLogging } from '../server';
 import { runApp } from './app';
 import { resolveShellConfig } from './config';
 import { appPaths } from './paths';
@@ -27,7 +27,19 @@ if (paths.runtimesDir && !process.env.SVC_EMU_RUNTIMES_DIR) process.env.SVC_EMU_
 void runApp({
   electron: { app, BrowserWindow, dialog, ipcMain, shell, Menu, clipboard, Tray, session },
   // Recorded in the per-user list of running emulators, so `svc-emu` finds the app's core from any folder.
-  startEmulator: (c) => startEmulator({ ...c, coresDir: coresDir() }),
+  // The terminal that ran `npm start` gets the same lines as `svc-emu serve` prints (server/terminal-lines.ts).
+  startEmulator: async (c) => {
+    const terminal = terminalLogging({
+      level: config.logLevel,
+      format: config.logFormat,
+      env: process.env,
+      isTTY: process.stderr.isTTY,
+      write: (t) => void process.stderr.write(t),
+    });
+    const emu = await startEmulator({ ...c, coresDir: coresDir(), logger: terminal.logger });
+    const stopLines = terminal.follow(emu.events, c.workspace ?? null);
+    return { ...emu, stop: () => (stopLines(), emu.stop()) };
+  },
   config,
   preloadPath: paths.preload,
   rendererDir: paths.rendererDir,

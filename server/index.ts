@@ -35,6 +35,7 @@ export { keyFileProvider, keychainKeyPath, type SecretKeyProvider } from './cryp
 export { dataDirPaths } from './storage/data-dir';
 export { coresDir } from './storage/running-cores';
 export { executorAgentFor, type ExecutorChoice } from './executor-choice';
+export { terminalLogging } from './terminal-lines';
 
 export interface RunningEmulator {
   url: string;

@@ -9,7 +9,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
 import type { EmuEvent, EmuEventData } from '../contract/schemas/events';
 import type { EventBus } from './events/bus';
-import { redact, type LogFields, type Logger, type LogLevel } from './logger';
+import { jsonLogger, redact, type LogFields, type Logger, type LogLevel } from './logger';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
 export const LOG_FORMATS = ['pretty', 'json'] as const;
@@ -306,4 +306,33 @@ export function followTerminalLines(
   const sub = bus.subscribe(print, out.replayFrom);
   for (const event of sub.replay) print(event);
   return () => sub.close();
+}
+
+/**
+ * The logger and terminal lines of one shell (`svc-emu serve`, the desktop app's main process), from its
+ * `--log-level` / `--log-format` and the environment: `follow(events, workspace)` after the core started
+ * prints its lines, the start's own events first; it returns the unsubscribe. Throws on a bad value.
+ */
+export function terminalLogging(opts: {
+  level?: string;
+  format?: string;
+  env: Record<string, string | undefined>;
+  isTTY: boolean | undefined;
+  write: (text: string) => void;
+}): {
+  logger: Logger;
+  level: LogLevel;
+  format: LogFormat;
+  colour: boolean;
+  follow: (bus: EventBus, workspace: string | null) => () => void;
+} {
+  const level = (opts.level ?? 'info') as LogLevel;
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new Error(`--log-level: ${LOG_LEVELS.join(', ')}, not '${opts.level}'`);
+  const format = (opts.format ?? 'pretty') as LogFormat;
+  if (!(LOG_FORMATS as readonly string[]).includes(format)) throw new Error(`--log-format: pretty or json, not '${opts.format}'`);
+  const colour = format === 'pretty' && useColour(opts.env, opts.isTTY);
+  const logger = format === 'json' ? jsonLogger(opts.write, { level }) : prettyLogger({ level, colour, write: opts.write });
+  const follow = (bus: EventBus, workspace: string | null) =>
+    followTerminalLines(bus, { format, level, colour, write: opts.write, workspace, jsonLog: logger, replayFrom: `${bus.boot}-0` });
+  return { logger, level, format, colour, follow };
 }

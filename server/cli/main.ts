@@ -15,8 +15,7 @@ import { quarantineDir, readQuarantine } from '../storage/quarantine';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, type Operator } from './operator';
 import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
-import { jsonLogger, type LogLevel } from '../logger';
-import { followTerminalLines, LOG_FORMATS, LOG_LEVELS, prettyLogger, useColour, type LogFormat } from '../terminal-lines';
+import { terminalLogging } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
@@ -303,18 +302,22 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   const terminal = values.terminal ? true : values['no-terminal'] ? false : undefined;
   const spares = values.spares ?? 'all';
   if (spares !== 'all' && spares !== 'plain' && spares !== 'none') throw new UsageError(`--spares: all, plain or none, not '${spares}'`);
-  const logLevel = (values['log-level'] ?? 'info') as LogLevel;
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevel))
-    throw new UsageError(`--log-level: ${LOG_LEVELS.join(', ')}, not '${values['log-level']}'`);
-  const logFormat = (values['log-format'] ?? 'pretty') as LogFormat;
-  if (!(LOG_FORMATS as readonly string[]).includes(logFormat))
-    throw new UsageError(`--log-format: pretty or json, not '${values['log-format']}'`);
-  const colour = logFormat === 'pretty' && useColour(process.env, process.stderr.isTTY);
-  const logger =
-    logFormat === 'json' ? jsonLogger(io.stderr, { level: logLevel }) : prettyLogger({ level: logLevel, colour, write: io.stderr });
+  let lines: ReturnType<typeof terminalLogging>;
+  try {
+    // The terminal lines (server/terminal-lines.ts): --log-level, --log-format, colour on a TTY unless NO_COLOR.
+    lines = terminalLogging({
+      level: values['log-level'],
+      format: values['log-format'],
+      env: process.env,
+      isTTY: process.stderr.isTTY,
+      write: io.stderr,
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   const workspace = values.workspace ? resolve(io.cwd, values.workspace) : existsSync(join(io.cwd, 'snippets')) ? resolve(io.cwd) : null;
   const emu = await startEmulator({
-    logger,
+    logger: lines.logger,
     egressProfile,
     egressAllow,
     asyncWorkers,
@@ -367,15 +370,7 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
   }
   // The terminal lines (server/terminal-lines.ts), from the first event of this start: the workspace's first
   // compiles happened before the banner and are replayed from the bus, then every change as it happens.
-  const stopLines = followTerminalLines(emu.events, {
-    format: logFormat,
-    level: logLevel,
-    colour,
-    write: io.stderr,
-    workspace,
-    jsonLog: logger,
-    replayFrom: `${emu.events.boot}-0`,
-  });
+  const stopLines = lines.follow(emu.events, workspace);
   const signal = await io.untilSignal();
   io.stderr(`svc-emu: ${signal}, stopping\n`);
   stopLines();

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EmuEvent } from '../../contract/schemas/events';
 import { EventBus } from '../../server/events/bus';
 import { jsonLogger } from '../../server/logger';
-import { clock, codeFrame, followTerminalLines, prettyLogger, terminalLine, useColour } from '../../server/terminal-lines';
+import { clock, codeFrame, followTerminalLines, prettyLogger, terminalLine, terminalLogging, useColour } from '../../server/terminal-lines';
 
 const ev = (type: EmuEvent['type'], data: unknown): EmuEvent => ({ id: 'b00-1', type, at: '2026-11-27T10:00:00.000Z', data }) as EmuEvent;
 const folder = (over: Record<string, unknown>) => ({
@@ -178,5 +178,23 @@ describe('terminal lines', () => {
     // redacted like the JSON logs
     debug.log('warn', 'oops', { key: 'svc_0123456789abcdefghij' });
     expect(out.at(-1)).not.toContain('0123456789abcdefghij');
+  });
+
+  it('terminalLogging (serve and the desktop app): checks its flags, picks the logger, follows a bus from its first event', () => {
+    const base = { env: {}, isTTY: false, write: () => {} };
+    expect(() => terminalLogging({ ...base, level: 'loud' })).toThrow("--log-level: error, warn, info, debug, not 'loud'");
+    expect(() => terminalLogging({ ...base, format: 'xml' })).toThrow("--log-format: pretty or json, not 'xml'");
+    expect(terminalLogging({ ...base, env: { FORCE_COLOR: '1' }, format: 'json' }).colour).toBe(false); // JSON is never coloured
+
+    const out: string[] = [];
+    const t = terminalLogging({ ...base, format: 'json', write: (l) => out.push(l) });
+    t.logger.log('debug', 'request', {});
+    t.logger.log('warn', 'store sweep failed', {});
+    const bus = new EventBus(() => new Date());
+    bus.publish('deployment.changed', { snippet_id: 's', snippet: 'early', tenant_id: 't', env: 'dev', version: 1 });
+    const stop = t.follow(bus, null);
+    stop();
+    expect(out.map((l) => JSON.parse(l).msg)).toEqual(['store sweep failed', 'deployed']);
+    expect(bus.listenerCount).toBe(0);
   });
 });

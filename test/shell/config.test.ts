@@ -49,4 +49,11 @@ describe('main/config resolveShellConfig', () => {
       callbackRetryScale: 0.001,
     });
   });
+
+  it('passes the terminal flags of svc-emu serve (--log-level, --log-format)', () => {
+    expect(resolveShellConfig(['--log-level', 'debug', '--log-format=json'], {}, '/p')).toMatchObject({
+      logLevel: 'debug',
+      logFormat: 'json',
+    });
+  });
 });

@@ -4,9 +4,16 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 const handle = { url: 'http://127.0.0.1:45678', adminToken: 'tok', localApiKey: null, stop: vi.fn(async () => undefined) };
 const startEmulator = vi.fn(async (_config: unknown) => handle);
 const executorAgentFor = vi.fn((_opts: unknown) => null);
+// The terminal lines of `npm start` (server/terminal-lines.ts): followed once the core runs, let go at its stop.
+const stopLines = vi.fn();
+const follow = vi.fn((_bus: unknown, _workspace: unknown) => stopLines);
+const logger = { log: vi.fn(), child: () => logger };
+const terminalLogging = vi.fn((_opts: unknown) => ({ logger, follow }));
 vi.mock('../../server', () => ({
   startEmulator,
   executorAgentFor,
+  terminalLogging,
+  coresDir: () => '/nonexistent/svc-emu-cores',
   dataDirPaths: (d: string) => ({ secretKey: `${d}/secret.key` }),
   keychainKeyPath: (p: string) => `${p}.safe`,
   keyFileProvider: vi.fn(),
@@ -99,8 +106,14 @@ describe('main/index (the Electron entry)', () => {
     expect(trays).toHaveLength(1);
     expect(trays[0]!.replace(/\\/g, '/')).toMatch(/\/resources\/(tray|trayTemplate)\.png$/);
 
+    // The core logs through the terminal's logger, and its events become the terminal's lines.
+    expect(config).toMatchObject({ logger });
+    expect(terminalLogging).toHaveBeenCalledWith(expect.objectContaining({ env: process.env }));
+    expect(follow).toHaveBeenCalledTimes(1);
+
     quit();
     await vi.waitFor(() => expect(handle.stop).toHaveBeenCalledTimes(1));
+    expect(stopLines).toHaveBeenCalledTimes(1);
     await vi.waitFor(() => expect(quit).toHaveBeenCalledTimes(2));
   });
 });
