@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 import { agentInFakeVm, fakeLimactl } from '../helpers/fake-limactl';
+import { parseSse } from '../../contract/sse';
 
 let core: TestCore;
 /** How far the core's clock runs ahead of the wall clock: a test that moves time sets it back in `finally`. */
@@ -1237,6 +1238,26 @@ describe('the egress inspector and fault rules (the HTTP surface; behaviour in e
       'validation_failed',
     );
     expectProblem(await core.call('GET', '/_emu/egress'), 401, 'unauthenticated');
+  });
+});
+
+describe('the live event feed (the HTTP surface; behaviour in test/server/events.test.ts)', () => {
+  it('GET /_emu/events streams each change to an admin, filtered by types=; 401 without the token, 400 for a bad filter', async () => {
+    const ac = new AbortController();
+    const res = await core.client.fetchPath('GET', '/_emu/events?types=snippet.*', { auth: 'admin', signal: ac.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await createSnippet('feed-route');
+    let seen: { event: string; data: string } | undefined;
+    for await (const e of parseSse(res.body!, { signal: ac.signal })) {
+      seen = e;
+      break;
+    }
+    ac.abort();
+    expect(seen?.event).toBe('snippet.created');
+    expect(JSON.parse(seen!.data)).toMatchObject({ type: 'snippet.created', data: { snippet: 'feed-route', runtime: 'bun' } });
+    expectProblem(await core.call('GET', '/_emu/events'), 401, 'unauthenticated');
+    expectProblem(await core.call('GET', '/_emu/events?types=NOT%20A%20TYPE', undefined, { key: core.admin }), 400, 'validation_failed');
   });
 });
 
