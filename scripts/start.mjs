@@ -4,7 +4,8 @@
 //
 //   npm start [-- --port 8080 --workspace DIR --data-dir DIR --headless …]
 //
-// Extra arguments go to `svc-emu serve` (headless) or to the Electron main process (desktop).
+// Extra arguments go to `svc-emu serve` (headless) or to the Electron main process (desktop); both print
+// the same terminal lines, and take `--log-level error|warn|info|debug` and `--log-format pretty|json`.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
