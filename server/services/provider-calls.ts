@@ -368,6 +368,9 @@ export function providerCallsOf(services: { egress: EgressService; invocations: 
     runStartedAt: (id) => {
       try {
         const rec = services.invocations.byId(id);
+        // The steps and the usage timeline count from the handler's start (after the sandbox's start-up): once the
+        // run has ended that is its end less its duration; while it runs, the record's start (start-up included).
+        if (rec.finished_at && rec.usage) return Date.parse(rec.finished_at) - rec.usage.duration_ms;
         return Date.parse(rec.started_at ?? rec.created_at);
       } catch {
         return null; // pruned: its calls went with it

@@ -73,7 +73,16 @@ describe.skipIf(!!skipReason)('the agent run view', () => {
   });
 
   it('LangGraph: the graph drawn, nodes lighting up while the run goes, the node sequence with input and output, the model calls assembled', async () => {
-    // Watch it live: the page opens as the run starts; a node is lit while the invocation still runs.
+    // Watch it live: the page is open before the run starts and goes to it at its first event; a node is lit
+    // while the invocation still runs. A latency rule on the model's host keeps each model call going 700 ms.
+    const p = await gui.open({ width: 1280, height: 900 });
+    const slow = await gui.core.call(
+      'POST',
+      '/_emu/egress/faults',
+      { host: 'localhost', action: { type: 'latency', ms: 700 }, times: 2 },
+      { key: gui.core.admin },
+    );
+    expect(slow.status, slow.text).toBe(201);
     const s = await gui.core.client.stream(ops.invoke, {
       params: { snippet: 'langgraph-agent' },
       body: PROMPT,
@@ -86,14 +95,28 @@ describe.skipIf(!!skipReason)('the agent run view', () => {
     const drained = (async () => {
       for (let n = await it.next(); !n.done; n = await it.next());
     })();
-    const p = await openInvocation(id);
-    await p.page.waitForFunction(
-      () =>
-        document.querySelector('[data-testid="invocation"]')?.getAttribute('data-status') === 'running' &&
-        document.querySelector('[data-testid="agent-graph-node"][data-node="model"]:is([data-state="active"],[data-state="ran"])') !== null,
-      undefined,
-      { timeout: 30_000 },
-    );
+    await p.go(`invocation/${id}`);
+    await p.page
+      .waitForFunction(
+        () =>
+          document.querySelector('[data-testid="invocation"]')?.getAttribute('data-status') === 'running' &&
+          document.querySelector('[data-testid="agent-graph-node"][data-node="model"]:is([data-state="active"],[data-state="ran"])') !==
+            null,
+        undefined,
+        { timeout: 30_000 },
+      )
+      .catch(async (err: Error) => {
+        const status = await p.page
+          .getByTestId('invocation')
+          .getAttribute('data-status')
+          .catch(() => null);
+        const nodes = await p.page
+          .getByTestId('agent-graph-node')
+          .evaluateAll((els) => els.map((e) => `${e.getAttribute('data-node')}:${e.getAttribute('data-state')}`));
+        throw new Error(
+          `no node lit while the run went (status ${status}, nodes ${nodes.join(' ')}; errors ${JSON.stringify(p.errors)}): ${err.message}`,
+        );
+      });
     await drained;
     await p.page.locator('[data-testid="invocation"][data-status="succeeded"]').waitFor({ timeout: 30_000 });
     await p.page
