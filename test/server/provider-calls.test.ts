@@ -298,16 +298,32 @@ describe('the pieces', () => {
 });
 
 describe('an HTTPS call the proxy cannot make', () => {
-  it('fails with an error naming the host and the fix (Bun shows the tunnel’s status line)', async (ctx) => {
-    const code = `export default async function handler() {
+  const CODE = {
+    bun: `export default async function handler() {
       try { await fetch('https://api.openai.com/v1/models'); return { ok: true }; } catch (e) { return { error: String(e.message ?? e) }; }
-    }`;
-    await core.call('POST', '/v1/snippets', { name: 'offline', runtime: 'bun' });
-    expect((await core.call('POST', '/v1/snippets/offline/versions', { code })).status).toBe(201);
-    const r = await core.call('POST', '/v1/invoke/offline', {});
-    expect(r.status, r.text).toBe(200);
-    if (r.json.ok) ctx.skip('this machine reaches api.openai.com: there is no failure to read');
-    expect(r.json.error).toMatch(/api\.openai\.com:443/);
-    expect(r.json.error).toMatch(/OPENAI_BASE_URL/);
-  });
+    }`,
+    // httpx: what the openai SDK and langchain-openai use.
+    python: `import httpx
+
+def handler(input):
+    try:
+        httpx.get("https://api.openai.com/v1/models")
+        return {"ok": True}
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"}
+`,
+  } as const;
+  it.each(['bun', 'python'] as const)(
+    '%s: fails with an error naming the host and the fix (the client shows the tunnel’s status line)',
+    async (runtime, ctx) => {
+      const name = `offline-${runtime}`;
+      await core.call('POST', '/v1/snippets', { name, runtime });
+      expect((await core.call('POST', `/v1/snippets/${name}/versions`, { code: CODE[runtime] })).status).toBe(201);
+      const r = await core.call('POST', `/v1/invoke/${name}`, {});
+      expect(r.status, r.text).toBe(200);
+      if (r.json.ok) ctx.skip('this machine reaches api.openai.com: there is no failure to read');
+      expect(r.json.error).toMatch(/502 Bad Gateway \(egress: cannot reach api\.openai\.com:443: /);
+      expect(r.json.error).toMatch(/OPENAI_BASE_URL/);
+    },
+  );
 });
