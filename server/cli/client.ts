@@ -10,18 +10,23 @@ import {
   type RawReply,
 } from '../../contract/client';
 import { operations as ops } from '../../contract';
+import { OUTCOMES } from '../../contract/schemas/invocations';
+import type { EmuEventData } from '../../contract/schemas/events';
+import type { Target } from './locate';
+import { followEvents, type FollowState } from '../../contract/events-client';
 
 /**
- * The client commands (`invoke`, `logs`, `deploy`): a user's `/v1` calls from the terminal, for people who
- * prefer files and a shell to the GUI. Unlike the operator commands they need a running core on the data
- * dir: it is found through `<data-dir>/emulator.json`, the local tenant's key is read from `GET /_emu/info`
- * with the admin token, and every call then goes through `/v1` with that key, as any client's would.
+ * The client commands (`invoke`, `logs`, `deploy`, `list`, `invocations`): a user's `/v1` calls from the
+ * terminal, for people who prefer files and a shell to the GUI. Unlike the operator commands they need a
+ * running core: found from any folder (server/cli/locate.ts), then through `<data-dir>/emulator.json`; the
+ * local tenant's key is read from `GET /_emu/info` with the admin token, and every call then goes through
+ * `/v1` with that key, as any client's would. `logs --follow` reads the live feed (`GET /_emu/events`).
  *
  * Every argument is checked before anything touches the network (exit 2); a failed call or a failed
  * outcome exits 1.
  */
 
-export const CLIENT_COMMANDS = ['invoke', 'logs', 'deploy'] as const;
+export const CLIENT_COMMANDS = ['invoke', 'logs', 'deploy', 'list', 'invocations'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand => CLIENT_COMMANDS.includes(cmd as ClientCommand);
 
@@ -32,18 +37,33 @@ export const CLIENT_OPTIONS = {
   version: { type: 'string' },
   async: { type: 'boolean' },
   stream: { type: 'boolean' },
+  replay: { type: 'string' },
+  mode: { type: 'string' },
+  snippet: { type: 'string' },
+  outcome: { type: 'string' },
+  limit: { type: 'string' },
+  follow: { type: 'boolean', short: 'f' },
 } as const;
 
-export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream]
-  svc-emu logs ID
-  svc-emu deploy NAME --version V --env E`;
+export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream | --mode M]
+  svc-emu invoke --replay ID [--data JSON] [--mode sync|async|stream]
+                                 (runs an invocation again: its snippet, version, env, mode, overrides and stored input)
+  svc-emu deploy NAME --version V --env E
+  svc-emu list                   (snippets: runtime, latest version, which environment runs which version)
+  svc-emu invocations [--snippet S] [--outcome O] [--limit N]   (newest first; default 20)
+  svc-emu logs ID                (one invocation's logs)
+  svc-emu logs [--snippet S] [--outcome O] [--limit N]          (the last N invocations' logs; default 10)
+  svc-emu logs --follow [--snippet S] [--outcome O]             (every new invocation's logs as it ends, until Ctrl+C)`;
 
-/** The options each command accepts beyond the global ones. */
-const ACCEPTS: Record<ClientCommand, readonly string[]> = {
-  invoke: ['data', 'env', 'version', 'async', 'stream'],
-  logs: [],
+/** The options each command accepts beyond the global ones (server/cli/main.ts checks them first). */
+export const CLIENT_ACCEPTS: Record<ClientCommand, readonly string[]> = {
+  invoke: ['data', 'env', 'version', 'async', 'stream', 'replay', 'mode'],
+  logs: ['snippet', 'outcome', 'limit', 'follow'],
   deploy: ['env', 'version'],
+  list: [],
+  invocations: ['snippet', 'outcome', 'limit'],
 };
+const ACCEPTS = CLIENT_ACCEPTS;
 const GLOBAL_OPTIONS = ['data-dir', 'json', 'help'];
 
 const SNIPPET_ID_RE = /^snp_[0-9A-Za-z]{1,64}$/;
@@ -53,6 +73,8 @@ const VERSION_RE = /^[1-9]\d{0,8}$/;
 export interface ClientIO {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /** Resolves when the process is asked to stop (`logs --follow` runs until then). */
+  untilSignal?: () => Promise<string>;
 }
 
 export type ClientValues = Record<string, string | boolean | string[] | undefined>;
@@ -71,25 +93,42 @@ class ClientFailure extends Error {
 
 type Plan = (conn: Connection, io: ClientIO, json: boolean) => Promise<number>;
 
-/** Runs `invoke`, `logs` or `deploy`; returns the exit code (0 ok, 1 failed, 2 usage). Never throws. */
-export async function runClient(cmd: ClientCommand, args: string[], values: ClientValues, dataDir: string, io: ClientIO): Promise<number> {
+/**
+ * Runs a client command; returns the exit code (0 ok, 1 failed, 2 usage). With --json, a failure is one
+ * object `{code, detail, …}` on stdout. Throws only what it does not own (the locator's LocateError).
+ */
+export async function runClient(
+  cmd: ClientCommand,
+  args: string[],
+  values: ClientValues,
+  target: () => Promise<Target>,
+  io: ClientIO,
+): Promise<number> {
   const json = values.json === true;
   let plan: Plan;
   try {
     plan = planCommand(cmd, args, values);
   } catch (err) {
     if (!(err instanceof ClientUsageError)) throw err;
-    io.stderr(`svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`);
+    if (json) io.stdout(JSON.stringify({ code: 'usage', detail: err.message }) + '\n');
+    else io.stderr(`svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`);
     return 2;
   }
   try {
-    const conn = await connect(dataDir);
+    const conn = await connect(await target());
     return await plan(conn, io, json);
   } catch (err) {
     if (!(err instanceof ClientFailure)) throw err;
-    io.stderr(json ? JSON.stringify(err.json) + '\n' : `svc-emu: ${err.message}\n`);
+    if (json) io.stdout(JSON.stringify({ ...err.json, code: err.json.code ?? 'error', detail: err.json.detail ?? err.message }) + '\n');
+    else io.stderr(`svc-emu: ${err.message}\n`);
     return 1;
   }
+}
+
+/** The running emulator's snippet names (for shell completion); [] when none runs. */
+export async function snippetNames(target: Target): Promise<string[]> {
+  const conn = await connect(target);
+  return (await allSnippets(conn)).map((s) => s.name);
 }
 
 // ---- arguments ------------------------------------------------------------------------------------
@@ -102,20 +141,39 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
   }
   switch (cmd) {
     case 'invoke': {
+      if (values.replay !== undefined) return planReplay(args, values);
       const [name] = positionals(args, 1, 'invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream]');
       const snippet = snippetRef(name!);
       const input = inputFrom(values.data as string | undefined);
       const env = values.env === undefined ? undefined : envName(values.env as string);
       const version = values.version === undefined ? undefined : versionNumber(values.version as string);
-      if (values.async && values.stream) throw new ClientUsageError('--async and --stream: choose one mode');
-      const mode = values.async ? 'async' : values.stream ? 'stream' : null;
+      const mode = modeFrom(values) ?? null;
       return (conn, io, json) => invoke(conn, io, json, { snippet, input, env, version, mode });
     }
     case 'logs': {
+      const filter = filterFrom(values, 10);
+      if (values.follow) {
+        if (args.length) throw new ClientUsageError(`logs --follow takes no ID (got '${args[0]}'): it prints every new invocation`);
+        if (values.limit !== undefined)
+          throw new ClientUsageError('logs --follow takes no --limit: it prints every new invocation until Ctrl+C');
+        return (conn, io, json) => follow(conn, io, json, filter);
+      }
+      if (args.length === 0) return (conn, io, json) => recentLogs(conn, io, json, filter);
       const [id] = positionals(args, 1, 'logs ID');
       if (!INVOCATION_ID_RE.test(id!))
         throw new ClientUsageError(`ID: '${id}' is not an invocation id (inv_…, from X-Invocation-Id or \`svc-emu invoke\`)`);
+      if (values.snippet !== undefined || values.outcome !== undefined || values.limit !== undefined)
+        throw new ClientUsageError('logs ID takes no --snippet, --outcome or --limit (they choose invocations; ID names one)');
       return (conn, io, json) => logs(conn, io, json, id!);
+    }
+    case 'list': {
+      positionals(args, 0, 'list');
+      return (conn, io, json) => list(conn, io, json);
+    }
+    case 'invocations': {
+      positionals(args, 0, 'invocations [--snippet S] [--outcome O] [--limit N]');
+      const filter = filterFrom(values, 20);
+      return (conn, io, json) => invocations(conn, io, json, filter);
     }
     case 'deploy': {
       const [name] = positionals(args, 1, 'deploy NAME --version V --env E');
@@ -129,16 +187,32 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
   }
 }
 
+interface Filter {
+  snippet: string | undefined;
+  outcome: (typeof OUTCOMES)[number] | undefined;
+  limit: number;
+}
+
+function filterFrom(values: ClientValues, defaultLimit: number): Filter {
+  const snippet = values.snippet === undefined ? undefined : snippetRef(values.snippet as string, '--snippet');
+  const o = values.outcome as string | undefined;
+  if (o !== undefined && !(OUTCOMES as readonly string[]).includes(o))
+    throw new ClientUsageError(`--outcome: one of ${OUTCOMES.join(', ')}; not '${o}'`);
+  const l = values.limit as string | undefined;
+  if (l !== undefined && !/^(?:[1-9]\d{0,2}|1000)$/.test(l)) throw new ClientUsageError(`--limit: an integer from 1 to 1000, not '${l}'`);
+  return { snippet, outcome: o as Filter['outcome'], limit: l === undefined ? defaultLimit : Number(l) };
+}
+
 function positionals(args: string[], n: number, form: string): string[] {
   if (args.length < n) throw new ClientUsageError(`usage: svc-emu ${form}`);
   if (args.length > n) throw new ClientUsageError(`unexpected argument '${args[n]}'`);
   return args;
 }
 
-function snippetRef(name: string): string {
+function snippetRef(name: string, what = 'NAME'): string {
   if (NAME_RE.test(name) || SNIPPET_ID_RE.test(name)) return name;
   throw new ClientUsageError(
-    `NAME: '${name}' is not a snippet name (1–63 characters of a-z, 0-9 and "-", starting with a letter or digit) or id`,
+    `${what}: '${name}' is not a snippet name (1–63 characters of a-z, 0-9 and "-", starting with a letter or digit) or id`,
   );
 }
 
@@ -174,6 +248,10 @@ type Reply = RawReply;
 /** The typed client (contract/client.ts) with the local tenant's key; `send` never throws on a status. */
 interface Connection {
   url: string;
+  /** The local tenant's id (to keep its invocations from the live feed, which carries every tenant's). */
+  tenantId: string | null;
+  /** The same core with the admin token (the live feed). */
+  admin: Client;
   send<O extends AnyOperation>(op: O, input: CallInput<O>): Promise<Reply>;
   /** An event stream read as it arrives; an answer that is not one is a failure. */
   stream<O extends AnyOperation>(op: O, input: CallInput<O>): Promise<EventStream<O>>;
@@ -198,9 +276,11 @@ async function reach<T>(url: string, request: () => Promise<T>): Promise<T> {
   }
 }
 
-function connection(url: string, client: Client): Connection {
+function connection(url: string, client: Client, admin: Client = client, tenantId: string | null = null): Connection {
   return {
     url,
+    admin,
+    tenantId,
     send: (op, input) => reach(url, () => (client.send as (o: AnyOperation, i: CallInput<AnyOperation>) => Promise<Reply>)(op, input)),
     stream: (op, input) =>
       reach(url, () =>
@@ -215,7 +295,17 @@ function connection(url: string, client: Client): Connection {
   };
 }
 
-async function connect(dataDir: string): Promise<Connection> {
+async function connect(target: Target): Promise<Connection> {
+  if (target.kind === 'url') {
+    if (!target.adminToken) {
+      throw new ClientFailure(
+        `SVC_EMU_URL is set (${target.url}) but SVC_EMU_ADMIN_TOKEN is not: set it to the admin token (in the emulator's <data-dir>/emulator.json)`,
+        { code: 'no_admin_token', url: target.url, detail: 'SVC_EMU_URL needs SVC_EMU_ADMIN_TOKEN' },
+      );
+    }
+    return connectTo(target.url, target.adminToken, target.url);
+  }
+  const dataDir = target.dataDir;
   const owner = await liveOwner(dataDirPaths(dataDir));
   if (!owner || owner.kind !== 'core') {
     throw new ClientFailure(
@@ -234,17 +324,23 @@ async function connect(dataDir: string): Promise<Connection> {
       detail: 'the emulator is still starting',
     });
   }
-  const url = owner.url;
-  const info = await connection(url, createClient({ baseUrl: url, adminToken: owner.admin_token })).send(ops.emuInfo, {});
+  return connectTo(owner.url, owner.admin_token, dataDir);
+}
+
+async function connectTo(url: string, adminToken: string, where: string): Promise<Connection> {
+  const admin = createClient({ baseUrl: url, adminToken });
+  const info = await connection(url, admin).send(ops.emuInfo, {});
   if (info.status !== 200) throw problemFailure(info, `reading the local key from ${url}/_emu/info`);
-  const key = (info.body as { local_api_key?: string | null } | undefined)?.local_api_key;
+  const body = info.body as { local_api_key?: string | null; tenants?: { id: string; name: string }[] } | undefined;
+  const key = body?.local_api_key;
   if (!key) {
     throw new ClientFailure(
-      `the emulator on ${dataDir} cannot show the local tenant's API key (its data dir lost the key file, or tenant local has no key)`,
-      { code: 'no_local_key', data_dir: dataDir, detail: 'GET /_emu/info returned no local_api_key' },
+      `the emulator on ${where} cannot show the local tenant's API key (its data dir lost the key file, or tenant local has no key)`,
+      { code: 'no_local_key', data_dir: where, detail: 'GET /_emu/info returned no local_api_key' },
     );
   }
-  return connection(url, createClient({ baseUrl: url, key }));
+  const tenantId = body?.tenants?.find((t) => t.name === 'local')?.id ?? null;
+  return connection(url, createClient({ baseUrl: url, key }), admin, tenantId);
 }
 
 /** A problem+json answer (or anything not 2xx) as a failure naming its code and detail. */
@@ -271,6 +367,8 @@ interface InvokeArgs {
   env: string | undefined;
   version: number | undefined;
   mode: 'async' | 'stream' | null;
+  /** Sent as they are (a replay's X-Emu-Limits and X-Emu-Admin). */
+  headers?: Record<string, string>;
 }
 
 interface InvocationRecord {
@@ -287,7 +385,7 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
     params: { snippet: a.snippet },
     query: { ...(a.env !== undefined ? { env: a.env } : {}), ...(a.version !== undefined ? { version: String(a.version) } : {}) },
     body: a.input,
-    headers: a.mode ? { 'x-invoke-mode': a.mode } : {},
+    headers: { ...a.headers, ...(a.mode ? { 'x-invoke-mode': a.mode } : {}) },
   };
   if (a.mode === 'stream') {
     // Each chunk printed the moment it arrives: one JSON line per yielded value (every event with --json).
@@ -403,4 +501,353 @@ async function deploy(conn: Connection, io: ClientIO, json: boolean, a: DeployAr
   const was = previous === null ? 'nothing ran there before' : previous === a.version ? `was v${previous} already` : `was v${previous}`;
   io.stdout(`deployed ${a.snippet} v${a.version} to ${a.env} (${was})\n`);
   return 0;
+}
+
+// ---- list, invocations, logs of many, logs --follow -------------------------------------------------
+
+interface SnippetRecord {
+  id: string;
+  name: string;
+  runtime: string;
+  latest_version: number | null;
+  deployments: Record<string, number>;
+  description?: string | null;
+}
+
+interface InvocationRow extends InvocationRecord {
+  mode: string;
+  status: string;
+  error: { code: string; message: string } | null;
+  created_at: string;
+}
+
+/** Every page of a cursor-paginated list. */
+async function allPages<T>(conn: Connection, fetchPage: (cursor: string | undefined) => Promise<Reply>, enough?: (got: T[]) => boolean) {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  for (;;) {
+    const reply = await fetchPage(cursor);
+    if (reply.status !== 200) throw problemFailure(reply);
+    const page = reply.body as { data: T[]; next_cursor: string | null };
+    out.push(...page.data);
+    if (!page.next_cursor || enough?.(out)) return out;
+    cursor = page.next_cursor;
+  }
+}
+
+const allSnippets = (conn: Connection) =>
+  allPages<SnippetRecord>(conn, (cursor) => conn.send(ops.listSnippets, { query: { limit: '1000', ...(cursor ? { cursor } : {}) } }));
+
+/** A table with columns padded to their widest cell. */
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return [head, ...rows].map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+async function list(conn: Connection, io: ClientIO, json: boolean): Promise<number> {
+  const snippets = (await allSnippets(conn)).sort((a, b) => a.name.localeCompare(b.name));
+  if (json) {
+    io.stdout(JSON.stringify({ data: snippets }) + '\n');
+    return 0;
+  }
+  if (!snippets.length) {
+    io.stderr('svc-emu: no snippets yet: `svc-emu init` writes one into the workspace, or POST /v1/snippets\n');
+    return 0;
+  }
+  const envs = (d: Record<string, number>) =>
+    Object.entries(d)
+      .sort(([a], [b]) => envOrder(a) - envOrder(b) || a.localeCompare(b))
+      .map(([env, v]) => `${env} v${v}`)
+      .join(', ') || '—';
+  io.stdout(
+    table(
+      ['NAME', 'RUNTIME', 'LATEST', 'ENVIRONMENTS'],
+      snippets.map((s) => [s.name, s.runtime, s.latest_version === null ? '—' : `v${s.latest_version}`, envs(s.deployments)]),
+    ),
+  );
+  return 0;
+}
+const envOrder = (env: string) => ['dev', 'staging', 'prod'].indexOf(env) >>> 0;
+
+/** The newest invocations matching the filter (the outcome is filtered here: /v1 filters by status). */
+async function matching(conn: Connection, f: Filter): Promise<InvocationRow[]> {
+  const keep = (r: InvocationRow) => !f.outcome || r.outcome === f.outcome;
+  const rows = await allPages<InvocationRow>(
+    conn,
+    (cursor) =>
+      conn.send(ops.listInvocations, {
+        query: { limit: String(f.outcome ? 1000 : f.limit), ...(f.snippet ? { snippet: f.snippet } : {}), ...(cursor ? { cursor } : {}) },
+      }),
+    (got) => got.filter(keep).length >= f.limit,
+  );
+  return rows.filter(keep).slice(0, f.limit);
+}
+
+const durationOf = (r: { usage: { duration_ms: number } | null }) => (r.usage ? `${Math.round(r.usage.duration_ms)} ms` : '—');
+const stateOf = (r: { outcome: string | null; status: string }) => r.outcome ?? r.status;
+
+async function invocations(conn: Connection, io: ClientIO, json: boolean, f: Filter): Promise<number> {
+  const rows = await matching(conn, f);
+  if (json) {
+    io.stdout(JSON.stringify({ data: rows }) + '\n');
+    return 0;
+  }
+  if (!rows.length) {
+    io.stderr(`svc-emu: no invocations${f.snippet ? ` of ${f.snippet}` : ''}${f.outcome ? ` with outcome ${f.outcome}` : ''}\n`);
+    return 0;
+  }
+  io.stdout(
+    table(
+      ['ID', 'SNIPPET', 'VERSION', 'ENV', 'MODE', 'OUTCOME', 'DURATION', 'CREATED'],
+      rows.map((r) => [r.id, r.snippet, `v${r.version}`, r.env ?? '—', r.mode, stateOf(r), durationOf(r), r.created_at]),
+    ),
+  );
+  return 0;
+}
+
+/** `── inv_… hello v2 · dev · sync · success · 12 ms` (and the error's code and message when it failed). */
+function header(r: {
+  id: string;
+  snippet: string;
+  version: number;
+  env: string | null;
+  mode: string;
+  outcome: string | null;
+  status: string;
+  error: { code: string; message: string } | null;
+  usage?: { duration_ms: number } | null;
+  duration_ms?: number | null;
+}) {
+  const ms = r.usage ? r.usage.duration_ms : r.duration_ms;
+  const parts = [
+    `${r.snippet} v${r.version}`,
+    r.env ?? 'no env',
+    r.mode,
+    stateOf(r),
+    ...(ms !== null && ms !== undefined ? [`${Math.round(ms)} ms`] : []),
+  ];
+  const err = r.error && r.outcome !== 'success' ? `\n   ${r.error.code}: ${r.error.message.split('\n')[0]}` : '';
+  return `── ${r.id}  ${parts.join(' · ')}${err}\n`;
+}
+
+async function readLogs(conn: Connection, id: string): Promise<{ logs: string; truncated: boolean }> {
+  const reply = await conn.send(ops.getInvocationLogs, { params: { id } });
+  if (reply.status !== 200) throw problemFailure(reply);
+  return reply.body as { logs: string; truncated: boolean };
+}
+
+const withNewline = (text: string) => (text === '' || text.endsWith('\n') ? text : text + '\n');
+
+async function recentLogs(conn: Connection, io: ClientIO, json: boolean, f: Filter): Promise<number> {
+  const rows = (await matching(conn, f)).reverse(); // oldest first, as a terminal reads
+  for (const r of rows) {
+    const l = await readLogs(conn, r.id);
+    if (json) io.stdout(JSON.stringify({ invocation: r, logs: l.logs, truncated: l.truncated }) + '\n');
+    else io.stdout(header(r) + withNewline(l.logs));
+  }
+  if (!rows.length && !json)
+    io.stderr(`svc-emu: no invocations${f.snippet ? ` of ${f.snippet}` : ''}${f.outcome ? ` with outcome ${f.outcome}` : ''}\n`);
+  return 0;
+}
+
+type Summary = EmuEventData<'invocation.finished'>;
+
+/** How long a run goes before `--follow` says it started (streams: at once), so a quick run prints once. */
+const SAY_STARTED_AFTER_MS = 1_000;
+
+/**
+ * `logs --follow`, like `wrangler tail`: reads the live feed (`GET /_emu/events`, invocation events only,
+ * through followEvents: contract/events-client.ts) and prints each of the local tenant's invocations as it
+ * ends, with its logs (a stream, or a run longer than a second, also when it starts). A dropped connection
+ * is retried (said on stderr) and resumes where it left off. Runs until Ctrl+C (exit 0); a refusal (the
+ * core restarted with another admin token) exits 1.
+ */
+async function follow(conn: Connection, io: ClientIO, json: boolean, f: Filter): Promise<number> {
+  const aborter = new AbortController();
+  const pending = new Map<string, NodeJS.Timeout>();
+  let printing: Promise<void> = Promise.resolve();
+  const print = (job: () => Promise<void> | void) => {
+    printing = printing.then(job).catch((err: unknown) => io.stderr(`svc-emu: ${(err as Error).message}\n`));
+  };
+  const wanted = (s: Summary) => (!conn.tenantId || s.tenant_id === conn.tenantId) && (!f.snippet || s.snippet === f.snippet);
+  const started = (s: Summary) =>
+    print(() =>
+      io.stdout(
+        json
+          ? JSON.stringify({ event: 'invocation.started', invocation: s }) + '\n'
+          : `▶  ${s.id}  ${s.snippet} v${s.version} · ${s.env ?? 'no env'} · ${s.mode} · running\n`,
+      ),
+    );
+  let opened = false;
+  let down = false;
+  const onState = (state: FollowState) => {
+    if (state.state === 'open') {
+      if (!opened)
+        io.stderr(
+          `following the invocations of ${conn.url}${f.snippet ? ` (snippet ${f.snippet})` : ''}${f.outcome ? ` (outcome ${f.outcome})` : ''}: Ctrl+C stops\n`,
+        );
+      else if (down) io.stderr(`svc-emu: reconnected to ${conn.url}\n`);
+      opened = true;
+      down = false;
+    } else if (!down) {
+      down = true;
+      io.stderr(`svc-emu: lost the emulator at ${conn.url} (${state.error}); reconnecting…\n`);
+    }
+  };
+  const stopped = (io.untilSignal ?? (() => new Promise<string>(() => {})))().then(() => aborter.abort());
+  void stopped;
+  try {
+    for await (const e of followEvents(conn.admin, {
+      types: ['invocation.started', 'invocation.finished'],
+      signal: aborter.signal,
+      onState,
+    })) {
+      if (e.type !== 'invocation.started' && e.type !== 'invocation.finished') continue;
+      const s = e.data;
+      if (!wanted(s)) continue;
+      if (e.type === 'invocation.started') {
+        if (f.outcome) continue; // the outcome is not known yet
+        if (s.mode === 'stream') started(s);
+        else
+          pending.set(
+            s.id,
+            setTimeout(() => (pending.delete(s.id), started(s)), SAY_STARTED_AFTER_MS),
+          );
+        continue;
+      }
+      clearTimeout(pending.get(s.id));
+      pending.delete(s.id);
+      if (f.outcome && s.outcome !== f.outcome) continue;
+      print(async () => {
+        const l = await readLogs(conn, s.id);
+        io.stdout(
+          json
+            ? JSON.stringify({ event: 'invocation.finished', invocation: s, logs: l.logs, truncated: l.truncated }) + '\n'
+            : header(s) + withNewline(l.logs),
+        );
+      });
+    }
+    await printing;
+    return 0;
+  } catch (err) {
+    if (err instanceof ProblemError) {
+      throw new ClientFailure(
+        `the emulator at ${conn.url} refused the live feed: ${err.detail || err.message} (${err.status} ${err.code})`,
+        {
+          ...err.problem,
+          code: err.code || 'error',
+          detail: err.detail || err.message,
+        },
+      );
+    }
+    throw err;
+  } finally {
+    aborter.abort();
+    for (const t of pending.values()) clearTimeout(t);
+    pending.clear();
+  }
+}
+
+// ---- invoke --replay ---------------------------------------------------------------------------------
+
+const MODES = ['sync', 'async', 'stream'] as const;
+type Mode = (typeof MODES)[number];
+
+/** The mode asked for by --mode, --async or --stream (one of them); undefined when none is given. */
+function requestedMode(values: ClientValues): Mode | undefined {
+  const given = (['mode', 'async', 'stream'] as const).filter((f) => (f === 'mode' ? values.mode !== undefined : values[f] === true));
+  if (given.length > 1) throw new ClientUsageError(`${given.map((f) => `--${f}`).join(' and ')}: choose one mode`);
+  if (values.async) return 'async';
+  if (values.stream) return 'stream';
+  if (values.mode === undefined) return undefined;
+  const m = values.mode as string;
+  if (!(MODES as readonly string[]).includes(m)) throw new ClientUsageError(`--mode: must be sync, async or stream, not '${m}'`);
+  return m as Mode;
+}
+
+/** The invoke's mode: null for sync (no X-Invoke-Mode), undefined when none is given. */
+function modeFrom(values: ClientValues): 'async' | 'stream' | null | undefined {
+  const m = requestedMode(values);
+  return m === undefined ? undefined : m === 'sync' ? null : m;
+}
+
+interface ReplayArgs {
+  id: string;
+  input: Record<string, unknown> | undefined;
+  mode: Mode | undefined;
+}
+
+function planReplay(args: string[], values: ClientValues): Plan {
+  const id = values.replay as string;
+  if (args.length) throw new ClientUsageError(`invoke --replay ID takes no NAME (got '${args[0]}'): the invocation names its snippet`);
+  if (!INVOCATION_ID_RE.test(id)) throw new ClientUsageError(`--replay: '${id}' is not an invocation id (inv_…)`);
+  if (values.env !== undefined || values.version !== undefined)
+    throw new ClientUsageError(
+      '--replay runs the invocation’s own version and env: drop --env/--version (or `svc-emu invoke NAME --version V` to choose)',
+    );
+  const input = values.data === undefined ? undefined : inputFrom(values.data as string);
+  const mode = requestedMode(values);
+  return (conn, io, json) => replay(conn, io, json, { id, input, mode });
+}
+
+interface ReplaySource {
+  snippet: string;
+  version: number;
+  env: string | null;
+  mode: Mode;
+  input: Record<string, unknown> | null;
+  input_truncated: boolean;
+  overrides: Record<string, number> | null;
+  callback: { url: string } | null;
+}
+
+/** Runs an invocation again: its snippet, version, env, mode and X-Emu-Limits overrides, with its stored input (or --data). */
+async function replay(conn: Connection, io: ClientIO, json: boolean, a: ReplayArgs): Promise<number> {
+  const reply = await conn.admin.send(ops.emuGetInvocation, { params: { id: a.id } }).catch((err: unknown) => {
+    throw unreachable(conn.url, err);
+  });
+  if (reply.status === 404) {
+    throw new ClientFailure(`invocation ${a.id} is unknown (or trimmed from the history)`, {
+      code: 'not_found',
+      invocation_id: a.id,
+      detail: `invocation ${a.id} is unknown`,
+    });
+  }
+  if (reply.status !== 200) throw problemFailure(reply, `reading ${a.id}`);
+  const src = reply.body as ReplaySource;
+  let input = a.input;
+  if (!input) {
+    if (!src.input) {
+      const why = src.input_truncated ? 'was over 64 KiB of JSON, so it was not kept' : 'was not kept (the run predates stored inputs)';
+      throw new ClientFailure(`the input of ${a.id} ${why}: give one with --data JSON`, {
+        code: 'input_not_kept',
+        invocation_id: a.id,
+        detail: `the input ${why}`,
+      });
+    }
+    input = { ...src.input };
+  }
+  const mode = a.mode ?? src.mode;
+  // An async run's callback_url was taken out of its input: it goes back in, unless --data gave its own.
+  if (mode === 'async' && src.callback?.url && input.callback_url === undefined) input = { ...input, callback_url: src.callback.url };
+  const limits =
+    src.overrides && Object.keys(src.overrides).length
+      ? Object.entries(src.overrides)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(',')
+      : null;
+  const token = conn.admin.options.adminToken;
+  const headers: Record<string, string> = limits && token ? { 'x-emu-limits': limits, 'x-emu-admin': token } : {};
+  if (!json)
+    io.stderr(
+      `replaying ${a.id}: ${src.snippet} v${src.version}${src.env ? ` env ${src.env}` : ''}, ${mode}${limits ? `, overrides ${limits}` : ''}\n`,
+    );
+  return invoke(conn, io, json, {
+    snippet: src.snippet,
+    input,
+    env: src.env ?? undefined,
+    version: src.version,
+    mode: mode === 'sync' ? null : mode,
+    headers,
+  });
 }

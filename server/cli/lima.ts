@@ -24,6 +24,8 @@ export interface LimaCliOptions {
   /** --limactl: an explicit limactl (else found on PATH on macOS). */
   limactl?: string;
   dataDir: string;
+  /** A core reached by URL (`$SVC_EMU_URL`: server/cli/locate.ts) instead of the data dir's. */
+  core?: { url: string; token: string };
   projectRoot: string | null;
   /** How often an operation run by the core is polled (ms). */
   pollMs?: number;
@@ -36,18 +38,21 @@ type Sub = (typeof SUBCOMMANDS)[number];
 export async function runLima(args: string[], opts: LimaCliOptions, io: LimaIO): Promise<number> {
   const [sub, ...rest] = args;
   if (!sub || !SUBCOMMANDS.includes(sub as Sub) || rest.length) {
-    io.stderr(`svc-emu: usage:\n${LIMA_USAGE}\nRun \`svc-emu --help\` for usage.\n`);
+    if (opts.json) io.stdout(JSON.stringify({ code: 'usage', detail: `usage: svc-emu lima template|status|create|start|stop` }) + '\n');
+    else io.stderr(`svc-emu: usage:\n${LIMA_USAGE}\nRun \`svc-emu --help\` for usage.\n`);
     return 2;
   }
   if (sub === 'template') {
     if (!opts.projectRoot) {
-      io.stderr('svc-emu: cannot find the project checkout (executor/runtimes)\n');
+      const detail = 'cannot find the project checkout (executor/runtimes)';
+      if (opts.json) io.stdout(JSON.stringify({ code: 'no_checkout', detail }) + '\n');
+      else io.stderr(`svc-emu: ${detail}\n`);
       return 1;
     }
     io.stdout(limaTemplate({ projectRoot: opts.projectRoot }));
     return 0;
   }
-  const core = await runningCore(opts.dataDir);
+  const core = opts.core ?? (await runningCore(opts.dataDir));
   const driver = core ? coreDriver(core.url, core.token) : await localDriver(opts);
   try {
     if (sub === 'status') {
@@ -69,7 +74,9 @@ export async function runLima(args: string[], opts: LimaCliOptions, io: LimaIO):
     return op.state === 'succeeded' ? 0 : 1;
   } catch (err) {
     if (err instanceof Refused) {
-      io.stderr(opts.json ? JSON.stringify({ code: err.code, detail: err.message }) + '\n' : `svc-emu: ${err.message} (${err.code})\n`);
+      // With --json, the one error object goes to stdout (docs/cli.md, "Errors").
+      if (opts.json) io.stdout(JSON.stringify({ code: err.code, detail: err.message }) + '\n');
+      else io.stderr(`svc-emu: ${err.message} (${err.code})\n`);
       return 1;
     }
     throw err;

@@ -13,12 +13,17 @@ import { CapsPatch } from '../../contract/schemas/emu';
 import { runDoctor, type DoctorReport } from '../doctor';
 import { quarantineDir, readQuarantine } from '../storage/quarantine';
 import { EMULATOR_VERSION } from '../version';
-import { openOperator, type Operator } from './operator';
-import { CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
+import { openOperator, openOperatorAt, type Operator } from './operator';
+import { CLIENT_ACCEPTS, CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
 import { terminalLogging } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
+import { checkFlags, FlagError, type CommandFlags } from './flags';
+import { locate, LocateError, type Target } from './locate';
+import { coresDir } from '../storage/running-cores';
+import { INIT_OPTIONS, INIT_USAGE, runInit } from './init';
+import { COMPLETION_USAGE, completionScript, completeWords } from './completion';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -58,10 +63,15 @@ Usage:
 ${LIMA_USAGE}
 ${GUI_TOKEN_USAGE}
 ${CLIENT_USAGE}
+${INIT_USAGE}
+${COMPLETION_USAGE}
 
-Every command takes --data-dir DIR (default $SVC_EMU_DATA_DIR, set in the GUI's terminals, else ./.svc-emu) and --json.
+Every command takes --data-dir DIR and --json. Without --data-dir the emulator is found from any folder:
+$SVC_EMU_DATA_DIR (set in the GUI's terminals), else $SVC_EMU_URL with $SVC_EMU_ADMIN_TOKEN, else ./.svc-emu,
+else the running emulator whose workspace holds this folder (or the only one running); serve uses ./.svc-emu.
 Operator commands go through the running emulator when one owns the data dir, else edit its files.
-invoke, logs and deploy need the emulator running on the data dir, and act as its local tenant over /v1.
+invoke, list, invocations, logs and deploy need a running emulator, and act as its local tenant over /v1.
+With --json every answer is JSON on stdout, errors too: one object {code, detail, …}, and a non-zero exit.
 invoke prints the output (its run on stderr) and exits 1 on a failed outcome; with --json, the invocation record.
 `;
 
@@ -92,7 +102,38 @@ const OPTIONS = {
   'max-cpu-percent': { type: 'string' },
   'max-concurrency': { type: 'string' },
   ...CLIENT_OPTIONS,
+  ...INIT_OPTIONS,
 } as const;
+
+const GLOBAL_FLAGS = ['data-dir', 'json', 'help'] as const;
+
+/** The flags each command takes beyond the global ones (server/cli/flags.ts); a command not listed here is not checked. */
+const COMMAND_FLAGS: Record<string, readonly string[]> = {
+  'tenant list': [],
+  'tenant create': [],
+  'tenant limits': ['timeout-ms', 'max-memory-mb', 'max-cpu-percent', 'max-concurrency'],
+  'key create': ['tenant'],
+  doctor: [],
+  lima: ['limactl'],
+  init: Object.keys(INIT_OPTIONS),
+  completion: [],
+  'gui-token': [],
+  ...CLIENT_ACCEPTS,
+};
+/** serve takes every flag no other command claims (so a flag added for serve needs no entry here). */
+const SERVE_FLAGS = Object.keys(OPTIONS).filter(
+  (f) => !(GLOBAL_FLAGS as readonly string[]).includes(f) && !Object.values(COMMAND_FLAGS).some((flags) => flags.includes(f)),
+);
+
+function commandFlags(positionals: string[]): CommandFlags | null {
+  const [cmd, sub] = positionals;
+  if (cmd === 'serve') return { command: 'serve', flags: SERVE_FLAGS };
+  if (cmd === 'lima') return { command: `lima${sub ? ` ${sub}` : ''}`, flags: COMMAND_FLAGS.lima! };
+  const two = `${cmd} ${sub}`;
+  if (COMMAND_FLAGS[two]) return { command: two, flags: COMMAND_FLAGS[two] };
+  if (cmd && COMMAND_FLAGS[cmd] && !['tenant', 'key'].includes(cmd)) return { command: cmd, flags: COMMAND_FLAGS[cmd] };
+  return null;
+}
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
@@ -106,16 +147,24 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
   let values: Values;
   let positionals: string[];
   try {
+    checkFlags(argv, OPTIONS, GLOBAL_FLAGS, commandFlags);
     ({ values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true }));
   } catch (err) {
-    io.stderr(`svc-emu: ${(err as Error).message}\n\n${USAGE}`);
-    return 2;
+    // Before parsing, --json is whatever the user typed: with it, the one JSON error on stdout.
+    return report(new UsageError((err as Error).message), io, argv.includes('--json'));
   }
   if (values.help || positionals.length === 0) {
     (values.help ? io.stdout : io.stderr)(USAGE);
     return values.help ? 0 : 2;
   }
+  // serve owns its data dir (./.svc-emu by default); every other command finds the emulator (server/cli/locate.ts).
   const dataDir = resolve(io.cwd, values['data-dir'] ?? (process.env.SVC_EMU_DATA_DIR || '.svc-emu'));
+  let located: Promise<Target> | null = null;
+  const target = () => (located ??= locate({ dataDir: values['data-dir'], env: process.env, cwd: io.cwd }));
+  const targetDir = async () => {
+    const t = await target();
+    return t.kind === 'dir' ? t.dataDir : null;
+  };
   const out: Out = (human, json) => io.stdout(values.json ? JSON.stringify(json) + '\n' : human);
   try {
     const [cmd, sub, ...rest] = positionals;
@@ -124,25 +173,66 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       case 'serve':
         expectArgs(positionals, 1);
         return await serve(values, dataDir, io);
-      case 'lima':
+      case 'lima': {
+        const t = await target();
         return await runLima(
           positionals.slice(1),
-          { json: values.json === true, limactl: values.limactl && resolve(io.cwd, values.limactl), dataDir, projectRoot: projectRoot() },
+          {
+            json: values.json === true,
+            limactl: values.limactl && resolve(io.cwd, values.limactl),
+            dataDir: t.kind === 'dir' ? t.dataDir : dataDir,
+            ...(t.kind === 'url' && t.adminToken ? { core: { url: t.url, token: t.adminToken } } : {}),
+            projectRoot: projectRoot(),
+          },
           io,
         );
-      case 'gui-token':
+      }
+      case 'gui-token': {
         // server/cli/gui-token.ts: through the running core when one runs, else on the data dir's secret file.
-        return await runGuiToken(positionals.slice(1), { json: values.json === true, dataDir }, io);
+        const t = await target();
+        const core = t.kind === 'url' && t.adminToken ? { core: { url: t.url, token: t.adminToken } } : {};
+        const opts = { json: values.json === true, dataDir: t.kind === 'dir' ? t.dataDir : dataDir, ...core };
+        return await runGuiToken(positionals.slice(1), opts, io);
+      }
       case 'doctor': {
         expectArgs(positionals, 1);
-        const report = await runDoctor({ electronPathFile: electronPathFile(), projectRoot: projectRoot(), dataDir });
+        const report = await runDoctor({
+          electronPathFile: electronPathFile(),
+          projectRoot: projectRoot(),
+          dataDir: (await targetDir()) ?? dataDir,
+        });
         out(formatDoctor(report), report);
         return 0;
       }
+      case 'init':
+        return await runInit(positionals.slice(1), values, io);
+      case 'completion': {
+        const [shell, ...extra] = positionals.slice(1);
+        if (extra.length) throw new UsageError(`unexpected argument '${extra[0]}'`);
+        if (shell !== 'bash' && shell !== 'zsh') throw new UsageError(`usage: svc-emu completion bash|zsh (not '${shell ?? ''}')`);
+        io.stdout(completionScript(shell, { options: OPTIONS, commands: completionCommands() }));
+        return 0;
+      }
+      case '__complete':
+        // For the completion scripts: candidates one a line, nothing (and exit 0) when there are none.
+        io.stdout(await completeWords(positionals.slice(1), target).catch(() => ''));
+        return 0;
       case 'tenant':
       case 'key': {
         // Every argument is checked before the data dir is touched: a typo must not create state.
         const run = operatorCommand(command, positionals, rest, values);
+        const t = await target();
+        if (t.kind === 'url') {
+          if (!t.adminToken)
+            throw new DataDirError(
+              t.url,
+              'needs the admin token',
+              'Set SVC_EMU_ADMIN_TOKEN (it is in <data-dir>/emulator.json beside the emulator).',
+            );
+          await run(openOperatorAt(t.url, t.adminToken), out);
+          return 0;
+        }
+        const dataDir = t.dataDir;
         if (!existsSync(dataDir)) {
           throw new DataDirError(
             dataDir,
@@ -159,7 +249,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
         return 0;
       }
       default:
-        if (isClientCommand(cmd)) return await runClient(cmd, positionals.slice(1), values, dataDir, io);
+        if (isClientCommand(cmd)) return await runClient(cmd, positionals.slice(1), values, target, io);
         throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (err) {
@@ -167,26 +257,50 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
   }
 }
 
+/** Every failure: a line on stderr, or with --json ONE object `{code, detail, …}` on stdout; 2 for usage, else 1. */
 function report(err: unknown, io: CliIO, json: boolean): number {
-  if (err instanceof UsageError) {
-    io.stderr(`svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`);
-    return 2;
+  const fail = (code: number, human: string, obj: { code: string; detail: string } & Record<string, unknown>) => {
+    if (json) io.stdout(JSON.stringify(obj) + '\n');
+    else io.stderr(human);
+    return code;
+  };
+  if (err instanceof UsageError || err instanceof FlagError) {
+    return fail(2, `svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`, { code: 'usage', detail: err.message });
   }
   if (err instanceof ApiError || err instanceof DomainError) {
     const extra = err instanceof ApiError ? err.extra : err.data;
-    io.stderr(json ? JSON.stringify({ code: err.code, detail: err.message, ...extra }) + '\n' : `svc-emu: ${err.message} (${err.code})\n`);
-    return 1;
+    return fail(1, `svc-emu: ${err.message} (${err.code})\n`, { ...extra, code: err.code, detail: err.message });
   }
   if (err instanceof DataDirError) {
-    io.stderr(
-      json
-        ? JSON.stringify({ code: 'data_dir', path: err.path, detail: err.problem, hint: err.hint ?? null }) + '\n'
-        : `svc-emu: ${err.message}\n`,
-    );
-    return 1;
+    return fail(1, `svc-emu: ${err.message}\n`, { code: 'data_dir', detail: err.problem, path: err.path, hint: err.hint ?? null });
   }
-  io.stderr(`svc-emu: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  return 1;
+  if (err instanceof LocateError) {
+    return fail(1, `svc-emu: ${err.message}\n`, { ...err.extra, code: err.code, detail: err.message });
+  }
+  const detail = err instanceof Error ? err.message : String(err);
+  return fail(1, `svc-emu: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`, {
+    code: 'internal',
+    detail,
+  });
+}
+
+/** Commands and subcommands, for the completion scripts. */
+function completionCommands(): Record<string, { subs?: string[]; flags: readonly string[]; snippetArg?: boolean }> {
+  const flagsOf = (c: string) => [...(COMMAND_FLAGS[c] ?? []), ...GLOBAL_FLAGS];
+  return {
+    serve: { flags: [...SERVE_FLAGS, ...GLOBAL_FLAGS] },
+    tenant: { subs: ['list', 'create', 'limits'], flags: [...flagsOf('tenant limits')] },
+    key: { subs: ['create'], flags: flagsOf('key create') },
+    doctor: { flags: flagsOf('doctor') },
+    lima: { subs: ['template', 'status', 'create', 'start', 'stop'], flags: flagsOf('lima') },
+    init: { flags: flagsOf('init') },
+    completion: { subs: ['bash', 'zsh'], flags: [] },
+    invoke: { flags: flagsOf('invoke'), snippetArg: true },
+    deploy: { flags: flagsOf('deploy'), snippetArg: true },
+    logs: { flags: flagsOf('logs') },
+    list: { flags: flagsOf('list') },
+    invocations: { flags: flagsOf('invocations') },
+  };
 }
 
 type Out = (human: string, json: unknown) => void;
@@ -332,6 +446,8 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     // docs/contract.md: the workspace defaults to `.`; without --workspace it is watched only if ./snippets exists.
     workspace,
     allowedHosts: values['allow-host'] ?? [],
+    // In the per-user list of running emulators, so `svc-emu` finds this core from any folder (server/cli/locate.ts).
+    coresDir: coresDir(),
     rendererDir: rendererDir(),
     projectRoot: root,
     electronPathFile: electronPathFile(),

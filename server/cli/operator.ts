@@ -34,6 +34,9 @@ export async function openOperator(paths: DataDirPaths, warn: (text: string) => 
   return fileOperator(paths, warn);
 }
 
+/** The operator powers of a core reached by URL (`$SVC_EMU_URL` with `$SVC_EMU_ADMIN_TOKEN`: server/cli/locate.ts). */
+export const openOperatorAt = (url: string, adminToken: string): Operator => httpOperator(url, adminToken);
+
 function httpOperator(url: string, adminToken: string): Operator {
   // The one client (contract/client.ts) with the admin token: /_emu's tenant operations, a problem as an ApiError.
   const client = createClient({ baseUrl: url, adminToken });

@@ -241,7 +241,8 @@ describe('bad input: exit 2 with a clear message and no change', () => {
     expect(dup.stderr).toMatch(/already exists/);
     const dupJson = await cli(['tenant', 'create', 'acme', '--json', ...dd]);
     expect(dupJson.code).toBe(1);
-    expect(JSON.parse(dupJson.stderr)).toMatchObject({ code: 'conflict' });
+    expect(JSON.parse(dupJson.stdout)).toMatchObject({ code: 'conflict', detail: expect.stringMatching(/already exists/) });
+    expect(dupJson.stderr).toBe('');
     const missing = await cli(['tenant', 'limits', 'ghost', '--max-memory-mb', '5', ...dd]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/ghost/);

@@ -261,15 +261,29 @@ describe('arguments are checked before any network call (exit 2 on a data dir wi
     [['invoke', 'hello', '--version', 'x'], /--version: must be a version number/],
     [['invoke', 'hello', '--env', 'Prod!'], /--env: 'Prod!' is not an environment name/],
     [['invoke', 'hello', '--async', '--stream'], /--async and --stream: choose one mode/],
-    [['invoke', 'hello', '--port', '1'], /invoke does not take --port/],
-    [['logs'], /usage: svc-emu logs ID/],
+    [
+      ['invoke', 'hello', '--port', '1'],
+      /^svc-emu: unknown flag --port for `svc-emu invoke`; flags: --data JSON, --env ENV, --version N, --async, --stream/,
+    ],
+    [['logs', '--follow', 'inv_x'], /logs --follow takes no ID/],
+    [['logs', '--limit', '0'], /--limit: an integer from 1 to 1000, not '0'/],
+    [['logs', '--outcome', 'ok'], /--outcome: one of success, handler_error, timeout, oom_killed, cancelled, failed; not 'ok'/],
+    [['logs', 'inv_x', '--snippet', 'hello'], /logs ID takes no --snippet/],
     [['logs', 'hello'], /ID: 'hello' is not an invocation id/],
-    [['logs', 'inv_x', '--env', 'dev'], /logs does not take --env/],
+    [
+      ['logs', 'inv_x', '--env', 'dev'],
+      /unknown flag --env for `svc-emu logs`; flags: --snippet NAME, --outcome OUTCOME, --limit N, --follow/,
+    ],
     [['deploy', 'hello', '--env', 'dev'], /deploy needs --version V/],
     [['deploy', 'hello', '--version', '1'], /deploy needs --env E/],
     [['deploy', '--version', '1', '--env', 'dev'], /usage: svc-emu deploy NAME --version V --env E/],
-    [['deploy', 'hello', '--version', '1', '--env', 'dev', '--data', '{}'], /deploy does not take --data/],
-    [['invoke', 'hello', '--bogus'], /Unknown option '--bogus'/],
+    [
+      ['deploy', 'hello', '--version', '1', '--env', 'dev', '--data', '{}'],
+      /unknown flag --data for `svc-emu deploy`; flags: --env ENV, --version N, --data-dir DIR, --json/,
+    ],
+    [['invoke', 'hello', '--bogus'], /unknown flag --bogus for `svc-emu invoke`/],
+    [['invoke', 'hello', '--env'], /flag --env needs a value: --env ENV/],
+    [['invoke', 'hello', '--async=yes'], /flag --async takes no value: --async, not --async=yes/],
   ];
   it.each(cases)('%j', async (argv, message) => {
     const dir = await newDir();
@@ -312,7 +326,8 @@ describe('no core running', () => {
     }
     const json = await cli(['invoke', 'hello', '--json', '--data-dir', dir]);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stderr)).toMatchObject({ code: 'no_emulator', data_dir: dir });
+    expect(JSON.parse(json.stdout)).toMatchObject({ code: 'no_emulator', data_dir: dir, detail: expect.any(String) });
+    expect(json.stderr).toBe('');
   });
 
   it('a core that stopped: exit 1 with the same message', async () => {

@@ -78,7 +78,7 @@ describe('svc-emu lima, no core running', () => {
 
     const again = await cli(['lima', 'create', '--json', '--limactl', fake.path, '--data-dir', dir]);
     expect(again.code).toBe(1);
-    expect(JSON.parse(again.stderr)).toMatchObject({ code: 'vm_exists' });
+    expect(JSON.parse(again.stdout)).toMatchObject({ code: 'vm_exists', detail: expect.any(String) });
 
     const started = await cli(['lima', 'start', '--json', '--limactl', fake.path, '--data-dir', dir]);
     expect(started.code, started.stderr).toBe(0);
@@ -146,6 +146,6 @@ describe('svc-emu lima with a core running on the data dir', () => {
 
     const stop = await cli(['lima', 'stop', '--json', '--data-dir', core.dataDir]);
     expect(stop.code).toBe(1);
-    expect(JSON.parse(stop.stderr)).toMatchObject({ code: 'vm_not_running' });
+    expect(JSON.parse(stop.stdout)).toMatchObject({ code: 'vm_not_running', detail: expect.any(String) });
   });
 });
