@@ -82,17 +82,6 @@ export function useNow(everyMs: number, active = true): number {
   return now;
 }
 
-/** Calls `fn` every `everyMs` while `active` (the latest `fn`, without restarting the timer). */
-export function usePoll(fn: () => void, everyMs: number, active: boolean): void {
-  const latest = useRef(fn);
-  latest.current = fn;
-  useEffect(() => {
-    if (!active) return;
-    const t = setInterval(() => latest.current(), everyMs);
-    return () => clearInterval(t);
-  }, [everyMs, active]);
-}
-
 /** The element's content width, kept up to date (0 until measured). */
 export function useWidth<T extends HTMLElement>(): [RefObject<T | null>, number] {
   const ref = useRef<T>(null);

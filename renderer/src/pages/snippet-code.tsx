@@ -5,6 +5,8 @@ import { useApp } from '../context';
 import { EmptyState, Loading, Show, useLoad, when } from '../ui/kit';
 import { CopyButton } from '../ui/controls';
 import { folderPath, getVersion, getVersions, type Version } from './snippet-data';
+import { useLiveEvent } from '../live-react';
+import { snippetOf } from '../live';
 import type { SnippetTabProps } from './snippet';
 
 // CodeMirror is a large part of the GUI's code: it loads with the first Code tab.
@@ -15,19 +17,25 @@ export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
   const latest = snippet.latest_version;
   const asked = Number(rest[0]);
   // A version in the route (`…/code/3`) opens that one; the picker changes it in place. Otherwise the tab
-  // follows the latest version: a save in the workspace shows here as soon as the snippet page reloads.
+  // follows the latest version: a save in the workspace shows here at once, the version named by the live
+  // feed's `version.created` read straight away (the snippet page reloads its header meanwhile).
   const [picked, setVersion] = useState<number | null>(Number.isInteger(asked) && asked >= 1 ? asked : null);
-  const version = picked ?? latest;
+  const [announced, setAnnounced] = useState<number | null>(null);
+  useLiveEvent(['version.created'], (e) => e.type === 'version.created' && setAnnounced((n) => Math.max(n ?? 0, e.data.version)), {
+    filter: (e) => snippetOf(e) === snippet.name,
+  });
+  const newest = latest === null && announced === null ? null : Math.max(latest ?? 0, announced ?? 0);
+  const version = picked ?? newest;
   const [versions] = useLoad(
-    () => (latest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)),
-    [api, snippet.name, latest],
+    () => (newest === null ? Promise.resolve([] as Version[]) : getVersions(api, snippet.name)),
+    [api, snippet.name, newest],
   );
   const [loaded] = useLoad(
     () => (version === null ? Promise.resolve(null) : getVersion(api, snippet.name, version)),
     [api, snippet.name, version],
   );
 
-  if (latest === null || version === null) {
+  if (newest === null || version === null) {
     return (
       <EmptyState title="No version yet">
         {folder ? (
