@@ -10,6 +10,7 @@ import { terminalRoutes } from './terminal';
 import { vmRoutes } from './vm';
 import { guiSessionRoutes } from './gui-session';
 import { eventRoutes } from './events';
+import { agentRoutes } from './agent';
 
 export const allRoutes: RouteDef[] = [
   ...metaRoutes,
@@ -23,4 +24,5 @@ export const allRoutes: RouteDef[] = [
   ...vmRoutes,
   ...guiSessionRoutes,
   ...eventRoutes,
+  ...agentRoutes,
 ];

@@ -11,6 +11,8 @@ import { AsyncService } from './async';
 import { CallbackService } from './callbacks';
 import { InboxService } from './inbox';
 import { StreamLog } from './stream-log';
+import { AgentStepService } from './agent-steps';
+import type { ProviderCall } from '../../contract/schemas/agent';
 import { EgressService } from './egress';
 import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
@@ -53,6 +55,8 @@ export interface DomainServices {
   readonly inbox: InboxService;
   readonly streams: StreamLog;
   readonly egress: EgressService;
+  /** Agent steps from the runners' framework hooks (`GET /_emu/invocations/{id}/agent`). */
+  readonly agentSteps: AgentStepService;
 }
 
 /** What the routes are handed: the domain's services and the process's parts, all built before it (server/index.ts). */
@@ -92,6 +96,8 @@ export interface ServiceOptions {
   streamPingMs: number;
   /** Where the core listens, once it does: its own callback inbox is reachable under every egress profile. */
   self?: () => SelfEndpoint | null;
+  /** A run's model calls, assembled from the egress log (the agent view's `provider_calls`; none when unset). */
+  providerCalls?: (invocationId: string) => Promise<ProviderCall[]>;
 }
 
 /** The egress path, built from the state (who an invocation belongs to) and the profile. */
@@ -121,7 +127,11 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
   const invocations = opts.invocations;
   const egress = opts.egressService;
   const integrations = new IntegrationService(deps, secrets, egress);
-  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots());
+  const agentSteps = new AgentStepService(deps, {
+    providerCalls: opts.providerCalls,
+    onError: (message, err) => opts.logger.log('warn', message, { error: String(err) }),
+  });
+  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots(), agentSteps);
   const callbacks = new CallbackService(deps, invocations, tenants, {
     rules: opts.egress,
     retry: retryPolicy({ scale: opts.callbackRetryScale }),
@@ -139,6 +149,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     egress,
     invocations,
     invoke,
+    agentSteps,
     async,
     callbacks,
     inbox: new InboxService(opts.inboxDir, tenants, deps.clock, deps.events),

@@ -11,6 +11,7 @@ import type { InvocationService, NewInvocation } from './invocations';
 import { jsonValueProblem, parseHostCall } from './host-calls';
 import { BODY_LIMIT_BYTES } from '../json-text';
 import { storedInputOf } from './stored-input';
+import type { AgentStepService } from './agent-steps';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -66,6 +67,8 @@ export class InvokeService {
     private readonly invocations: InvocationService,
     private readonly integrations: IntegrationService,
     readonly slots: TenantSlots,
+    /** Keeps and announces the agent steps the runners report (null: they are not kept). */
+    private readonly agentSteps: AgentStepService | null = null,
   ) {}
 
   resolve(tenant: TenantRecord, name: string, env?: string, version?: number): Resolved {
@@ -220,6 +223,7 @@ export class InvokeService {
         refusedChunk = `chunk ${chunks} ${problem}`;
         controller.abort();
       });
+    let stepsDropped = 0;
     try {
       if (!runtime || !version)
         return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
@@ -245,13 +249,20 @@ export class InvokeService {
             SVC_ENV: record.env ?? '',
           },
         },
-        { onChunk, onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log).catch(asHostCallError) },
+        {
+          onChunk,
+          ...this.agentSteps?.observer(record.id),
+          onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log).catch(asHostCallError),
+        },
         controller.signal,
       );
+      stepsDropped = result.steps_dropped ?? 0;
       return boundResult(result, refusedChunk);
     } finally {
       hooks.signal?.removeEventListener('abort', onAbort);
       this.controllers.delete(record.id);
+      // Not awaited: the steps stay readable from memory until their blob is written (server/services/agent-steps.ts).
+      void this.agentSteps?.close(record.id, stepsDropped);
     }
   }
 

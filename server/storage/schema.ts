@@ -193,6 +193,8 @@ export const InvocationRecord = z.object({
   callback: CallbackRecord.nullable(),
   /** Stream mode: every event sent, with its time (a blob; emulator only, for the stream inspector). */
   events_blob: blobHash.optional(),
+  /** Agent steps and graph the frameworks reported (server/services/agent-steps.ts; a blob; emulator only). */
+  agent_blob: blobHash.optional(),
   /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
   queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */
