@@ -115,8 +115,9 @@ function folderLine(s: Folder, ctx: LineContext, p: Palette): TerminalLine | nul
       return {
         level: 'info',
         msg: 'compiled',
-        fields: { ...base, version: s.version, runtime: s.runtime, ms: took },
-        text: `${p.green('✓ compiled')}  ${p.bold(s.snippet)} v${s.version}${bits ? ` ${p.dim(`(${bits})`)}` : ''}`,
+        fields: { ...base, version: s.version, runtime: s.runtime, ms: took, deployed: s.deployed },
+        // Where the save went: a workspace version's own deployments are said here, not each on a line.
+        text: `${p.green('✓ compiled')}  ${p.bold(s.snippet)} v${s.version}${bits ? ` ${p.dim(`(${bits})`)}` : ''}${s.deployed.length ? `  ${p.cyan('→')} ${s.deployed.join(', ')}` : ''}`,
       };
     }
     case 'error': {
@@ -293,7 +294,21 @@ export function followTerminalLines(
 ): () => void {
   const readSource = out.workspace ? workspaceSourceReader(out.workspace) : undefined;
   const p = palette(out.colour);
+  // A workspace save publishes its version and deployments before the folder's `compiled`, which names the
+  // environments: those deployments are not printed again. Keys: `<tenant_id>:<snippet>@<version>`, dropped at the
+  // folder's next status (a folder is the local tenant's; its status names no tenant).
+  const fromWorkspace = new Set<string>();
   const print = (event: EmuEvent) => {
+    if (event.type === 'version.created' && event.data.source === 'workspace') {
+      if (fromWorkspace.size >= 1000) fromWorkspace.clear();
+      fromWorkspace.add(`${event.data.tenant_id}:${event.data.snippet}@${event.data.version}`);
+    }
+    if (event.type === 'deployment.changed' && fromWorkspace.has(`${event.data.tenant_id}:${event.data.snippet}@${event.data.version}`))
+      return;
+    if (event.type === 'workspace.folder' && event.data.state !== 'loading') {
+      const suffix = `:${event.data.snippet}@${event.data.version}`;
+      for (const key of fromWorkspace) if (key.endsWith(suffix)) fromWorkspace.delete(key);
+    }
     const line = terminalLine(event, { colour: out.colour && out.format === 'pretty', ...(readSource ? { readSource } : {}) });
     if (!line || !shows(out.level, line.level)) return;
     if (out.format === 'json') {

@@ -97,8 +97,11 @@ describe('serve: the terminal lines', () => {
     const s = await serve(['--callback-retry-scale', '0.001'], { 'ok/index.ts': GOOD_BUN, 'boom/index.ts': THROWS });
     const err = () => s.out.stderr;
     // The start's compiles happened before the banner: replayed from the bus.
-    await until('compiled ok', () => /\d\d:\d\d:\d\d ✓ compiled {2}ok v1 \(bun, \d+ ms\)/.test(err()));
-    await until('deployed ok', () => err().includes('→ deployed  ok  dev → v1'));
+    await until('compiled ok', () => /\d\d:\d\d:\d\d ✓ compiled {2}ok v1 \(bun, \d+(\.\d)? ms\) {2}→ dev\n/.test(err()));
+    expect(err()).not.toContain('→ deployed  ok'); // said by the compiled line
+    // A deploy through the API is a line of its own.
+    expect((await request(s.url, 'PUT', '/v1/snippets/ok/environments/prod', { version: 1 }, { key: s.key })).status).toBe(200);
+    await until('deployed ok', () => err().includes('→ deployed  ok  prod → v1'));
 
     // A save that does not compile: file:line:col, the line and a caret.
     await mkdir(join(s.ws, 'snippets', 'bad'), { recursive: true });

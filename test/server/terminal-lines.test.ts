@@ -38,7 +38,7 @@ describe('terminal lines', () => {
   it('compiled: snippet, version, runtime and how long it took', () => {
     const line = terminalLine(ev('workspace.folder', folder({ load_ms: 12.34 })), plain)!;
     expect(line).toMatchObject({ level: 'info', msg: 'compiled', fields: { snippet: 'hello', version: 3, runtime: 'bun', ms: 12.34 } });
-    expect(line.text).toBe('✓ compiled  hello v3 (bun, 12 ms)');
+    expect(line.text).toBe('✓ compiled  hello v3 (bun, 12 ms)  → dev');
     expect(terminalLine(ev('workspace.folder', folder({ state: 'unchanged' })), plain)).toBeNull();
   });
 
@@ -196,5 +196,18 @@ describe('terminal lines', () => {
     stop();
     expect(out.map((l) => JSON.parse(l).msg)).toEqual(['store sweep failed', 'deployed']);
     expect(bus.listenerCount).toBe(0);
+  });
+
+  it('a workspace save is one line (compiled, naming where it went); an API deploy is its own line', () => {
+    const bus = new EventBus(() => new Date());
+    const lines: string[] = [];
+    const stop = followTerminalLines(bus, { format: 'pretty', level: 'info', colour: false, write: (t) => lines.push(t.slice(9)) });
+    const ref = { snippet_id: 'snp_1', snippet: 'hello', tenant_id: 't' };
+    bus.publish('version.created', { ...ref, version: 3, source: 'workspace' });
+    bus.publish('deployment.changed', { ...ref, env: 'dev', version: 3 });
+    bus.publish('workspace.folder', folder({ load_ms: 9, deployed: ['dev'] }) as never);
+    bus.publish('deployment.changed', { ...ref, env: 'prod', version: 3 }); // later, through the API
+    stop();
+    expect(lines).toEqual(['✓ compiled  hello v3 (bun, 9 ms)  → dev\n', '→ deployed  hello  prod → v3\n']);
   });
 });
