@@ -212,5 +212,23 @@ describe.skipIf(!!skipReason)('the agent run view', () => {
     expect(a && b && a.x + a.width <= b.x + 1).toBe(true);
     expect(p.errors).toEqual([]);
     await p.screenshot('agent-stream-assembled');
+
+    // A phone's width: the view reflows (the graph, the time axis and the panels fit), nothing scrolls sideways.
+    const narrow = await gui.open({ width: 390, height: 800 });
+    await narrow.go(`invocation/${run.id}`);
+    await narrow.page.locator('[data-testid="agent-view"] [data-testid="agent-tl-row"]').first().waitFor();
+    const [scroll, client] = await narrow.page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+    await narrow.screenshot('agent-mastra-narrow');
+    const wide = await narrow.page.evaluate((w) => {
+      const out: string[] = [];
+      for (const el of document.querySelectorAll('body *')) {
+        const r = el.getBoundingClientRect();
+        if (r.right > w + 1 && out.length < 8)
+          out.push(`${el.tagName}.${el.getAttribute('class') ?? ''}[${el.getAttribute('data-testid') ?? ''}] ${Math.round(r.right)}`);
+      }
+      return out;
+    }, client);
+    expect(scroll, `wider than the window: ${wide.join(', ')}`).toBeLessThanOrEqual(client + 1);
+    expect(narrow.errors).toEqual([]);
   }, 90_000);
 });
