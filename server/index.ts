@@ -12,6 +12,7 @@ import { allRoutes } from './api/routes';
 import { buildOpenApi } from '../contract/openapi';
 import { createServices, egressService, type Services } from './services';
 import { InvocationService } from './services/invocations';
+import { providerCallsOf } from './services/provider-calls';
 import { acquireDataDir, dataDirPaths } from './storage/data-dir';
 import { recordCore } from './storage/running-cores';
 import { openState } from './open-state';
@@ -158,6 +159,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       inboxDir: join(paths.root, 'inbox'),
       streamPingMs: config.streamPingMs,
       self: () => self,
+      // The agent run view's model calls: assembled from the bodies the egress path keeps (services/provider-calls.ts).
+      providerCalls: providerCallsOf({ egress, invocations }),
     });
     const terminals = terminalAccess({
       enabled: config.terminal,
