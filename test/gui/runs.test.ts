@@ -78,6 +78,15 @@ describe.skipIf(!!skipReason)('runs you can repeat', () => {
     });
     expect(rec.limits.timeout_ms).toBe(4000);
     await p.screenshot('runs-run-again');
+
+    // An input over 64 KiB was not kept: Run again says so and waits for Edit and run.
+    const big = await gui.core.call('POST', '/v1/invoke/hello', { s: 'x'.repeat(70 * 1024) });
+    await p.go(`invocation/${big.headers.get('x-invocation-id')}`);
+    expect(await shownText(p, p.page.getByTestId('stored-input-missing'), 'the missing input note')).toContain('over 64 KiB');
+    expect(await p.page.getByTestId('run-again').isDisabled()).toBe(true);
+    expect(await p.page.getByTestId('edit-and-run').getAttribute('href')).toBe(
+      `#/snippet/hello/run/from/${big.headers.get('x-invocation-id')}`,
+    );
     expect(p.errors).toEqual([]);
   });
 
