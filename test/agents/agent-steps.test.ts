@@ -155,6 +155,48 @@ describe('LangGraph only', () => {
   }, 60_000);
 });
 
+describe('from a framework spare (the default of serve and the desktop app)', () => {
+  it('a runner that imported its framework before the bundle (and ran its warm-up) reports the same steps, and the warm-up none', async (ctx) => {
+    if (!have.bun || !have.python) ctx.skip('no Bun or Python runtime on this host (node scripts/setup.mjs --for=test installs them)');
+    const spared = await startTestCore({ config: { spares: 'all' } });
+    const seen: string[] = [];
+    const sub = spared.emu.events.subscribe((e) => {
+      if (e.type === 'invocation.step') seen.push(e.data.invocation_id);
+    });
+    try {
+      await setUp(spared);
+      const spares = async () =>
+        (await spared.call('GET', '/_emu/executor', undefined, { key: spared.admin })).json.pool.spares as {
+          spares?: { profile: string; state: string }[];
+          claimed_by_profile?: Record<string, number>;
+        };
+      // Both framework spares ready (imported, warmed up) before the runs, so the runs claim them.
+      const frameworkReady = (s: Awaited<ReturnType<typeof spares>>) =>
+        ['langgraph', 'mastra'].every((p) => s.spares?.some((x) => x.profile === p && x.state === 'ready'));
+      for (const until = Date.now() + 90_000; Date.now() < until && !frameworkReady(await spares());) {
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      expect(frameworkReady(await spares()), 'the framework spares came up').toBe(true);
+      for (const [name, expected] of [
+        ['langgraph-agent', ['model', 'tools', 'model']],
+        ['mastra-agent', ['step 1', 'step 2']],
+      ] as const) {
+        const r = await spared.call('POST', `/v1/invoke/${name}`, PROMPT);
+        expect(r.status, r.text).toBe(200);
+        const run = await agentRun(spared, r.headers.get('x-invocation-id')!);
+        expect(run.steps.filter((s) => s.kind === 'node' || s.kind === 'step').map((s) => s.name)).toEqual([...expected]);
+        expect(run.steps.filter((s) => s.kind === 'tool')).toHaveLength(1);
+      }
+      expect((await spares()).claimed_by_profile).toMatchObject({ langgraph: 1, mastra: 1 });
+      // Every step event named one of the two runs: the spares' warm-up runs (before any invocation) reported nothing.
+      expect(new Set(seen).size).toBe(2);
+    } finally {
+      sub.close();
+      await spared.stop();
+    }
+  }, 120_000);
+});
+
 describe('with the record', () => {
   it('the steps’ blob goes when the history drops the record', async (ctx) => {
     if (!have.bun) ctx.skip('no Bun runtime on this host (node scripts/setup.mjs --for=test installs it)');
