@@ -65,7 +65,11 @@ export async function runLima(args: string[], opts: LimaCliOptions, io: LimaIO):
       opts.json ? () => {} : (line) => io.stdout(line + '\n'),
       opts.pollMs ?? 1_000,
     );
-    if (opts.json) io.stdout(JSON.stringify(op) + '\n');
+    // A failed operation is still one object on stdout, with the `code` and `detail` every --json error has.
+    if (opts.json)
+      io.stdout(
+        JSON.stringify(op.state === 'failed' ? { ...op, code: 'limactl_failed', detail: op.error ?? `limactl ${sub} failed` } : op) + '\n',
+      );
     else if (op.state === 'failed') io.stderr(`svc-emu: ${op.error ?? `limactl ${sub} failed`}\n`);
     else
       io.stderr(

@@ -93,6 +93,16 @@ describe('svc-emu lima, no core running', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('no space left on device');
     expect(r.stderr).toContain('limactl create exited with code 1');
+    // --json: the failed operation, one object on stdout with code and detail
+    const j = await cli(['lima', 'create', '--json', '--limactl', fake.path, '--data-dir', dir]);
+    expect(j.code).toBe(1);
+    expect(j.stderr).toBe('');
+    expect(JSON.parse(j.stdout)).toMatchObject({
+      kind: 'create',
+      state: 'failed',
+      code: 'limactl_failed',
+      detail: expect.stringContaining('exited with code 1'),
+    });
   });
 
   it('here on Linux without --limactl: not managed here (the reason), actions exit 1 vm_unavailable', async () => {
