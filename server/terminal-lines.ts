@@ -99,6 +99,12 @@ const ms = (n: number | null | undefined) => (n === null || n === undefined ? ''
 
 type Folder = EmuEventData<'workspace.folder'>;
 
+/** A message that starts with its own `file:line:col: ` (Python's compile errors do), without it: the line says where. */
+export function withoutLocation(message: string, file: string | undefined): string {
+  if (!file || !message.startsWith(`${file}:`)) return message;
+  return message.slice(file.length).replace(/^(:\d+){0,2}:\s*/, '') || message;
+}
+
 /** `snippets/hello/main.py:2:17`, or the folder alone when the problem names no file. */
 export function location(status: Pick<Folder, 'folder' | 'error'>): string {
   const e = status.error;
@@ -132,7 +138,7 @@ function folderLine(s: Folder, ctx: LineContext, p: Palette): TerminalLine | nul
         error: e?.message ?? null,
         serving: s.version,
       };
-      let text = `${p.red('✗ compile error')}  ${p.bold(where)}  ${e?.message ?? 'refused'}  ${p.dim(`(${serving})`)}`;
+      let text = `${p.red('✗ compile error')}  ${p.bold(where)}  ${e ? withoutLocation(e.message, e.file) : 'refused'}  ${p.dim(`(${serving})`)}`;
       if (e?.file && e.line && ctx.readSource) {
         const source = ctx.readSource(s.folder, e.file);
         const frame = source === null ? '' : codeFrame(source, e.line, e.column, p);

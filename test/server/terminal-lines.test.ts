@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { EmuEvent } from '../../contract/schemas/events';
 import { EventBus } from '../../server/events/bus';
 import { jsonLogger } from '../../server/logger';
-import { clock, codeFrame, followTerminalLines, prettyLogger, terminalLine, terminalLogging, useColour } from '../../server/terminal-lines';
+import {
+  clock,
+  codeFrame,
+  followTerminalLines,
+  prettyLogger,
+  terminalLine,
+  terminalLogging,
+  useColour,
+  withoutLocation,
+} from '../../server/terminal-lines';
 
 const ev = (type: EmuEvent['type'], data: unknown): EmuEvent => ({ id: 'b00-1', type, at: '2026-11-27T10:00:00.000Z', data }) as EmuEvent;
 const folder = (over: Record<string, unknown>) => ({
@@ -77,6 +86,22 @@ describe('terminal lines', () => {
     ]);
     // The caret is under column 12 of line 3: the `{`.
     expect('    return {"ok": 2'[11]).toBe('{');
+  });
+
+  it('a message that repeats its location (Python: "main.py:2:12: SyntaxError: …") says it once', () => {
+    const line = terminalLine(
+      ev(
+        'workspace.folder',
+        folder({
+          state: 'error',
+          version: null,
+          error: { message: "main.py:2:12: SyntaxError: '{' was never closed", file: 'main.py', line: 2, column: 12 },
+        }),
+      ),
+      plain,
+    )!;
+    expect(line.text).toBe("✗ compile error  snippets/hello/main.py:2:12  SyntaxError: '{' was never closed  (nothing serving yet)");
+    expect(withoutLocation('index.ts: no handler', 'main.py')).toBe('index.ts: no handler');
   });
 
   it('a code frame keeps tabs under tabs, and finds the first non-blank character without a column', () => {
