@@ -154,6 +154,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
     return report(new UsageError((err as Error).message), io, argv.includes('--json'));
   }
   if (values.help || positionals.length === 0) {
+    if (!values.help && values.json) return report(new UsageError('no command given (svc-emu --help lists them)'), io, true);
     (values.help ? io.stdout : io.stderr)(USAGE);
     return values.help ? 0 : 2;
   }

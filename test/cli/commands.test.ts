@@ -303,6 +303,7 @@ describe('errors and flags', () => {
       [['list', '--bogus'], 2, 'usage'],
       [['invocations', '--outcome', 'nah'], 2, 'usage'],
       [['frobnicate'], 2, 'usage'],
+      [[], 2, 'usage'],
       [['list', '--data-dir', missing], 1, 'no_emulator'],
       [['logs', 'inv_nothere', ...dd], 1, 'not_found'],
       [['tenant', 'limits', 'ghost', '--max-memory-mb', '5', ...dd], 1, 'not_found'],
