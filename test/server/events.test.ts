@@ -141,6 +141,18 @@ describe('GET /_emu/events', () => {
     await until(() => core.emu.events.listenerCount === before);
   });
 
+  it('serves any number of readers at once, each every event, and lets go of all of them', async () => {
+    await until(() => core.emu.events.listenerCount === baseline);
+    const feeds = await Promise.all(Array.from({ length: 40 }, () => openFeed('?types=environment.created')));
+    await until(() => core.emu.events.listenerCount === baseline + feeds.length);
+    const sent = [1, 2, 3].map((i) => core.emu.events.publish('environment.created', { tenant_id: 't_x', env: `many${i}` }).id);
+    await Promise.all(feeds.map((f) => f.next((x) => x.id === sent[2])));
+    for (const f of feeds) expect(f.frames.map((x) => x.id)).toEqual(sent);
+    for (const f of feeds) f.close();
+    await Promise.all(feeds.map((f) => f.done));
+    await until(() => core.emu.events.listenerCount === baseline);
+  });
+
   it('replays exactly what a reader missed after its Last-Event-ID', async () => {
     const first = core.emu.events.publish('environment.created', { tenant_id: 't_x', env: 'r0' });
     const missed = [1, 2, 3].map((i) => core.emu.events.publish('environment.created', { tenant_id: 't_x', env: `r${i}` }));
