@@ -166,7 +166,7 @@ async function main() {
     return stop(1);
   }
 
-  // 3. What the agent examples need (fixtures/workspace/README.md, "The agent examples").
+  // 3. What the agent examples need (fixtures/workspace/README.md, "The agent examples: a provider and an integration").
   const secrets = {
     OPENAI_API_KEY: fake.api_key,
     OPENAI_BASE_URL: fake.openai_base_url,
