@@ -4,7 +4,7 @@ import { useEffect, useRef, useState, type FormEvent, type RefObject } from 'rea
 import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
 import { EmptyState, Json, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
-import { useLiveLoad } from '../live-react';
+import { useLiveEvent, useLiveLoad } from '../live-react';
 import { ConfirmButton, Field } from '../ui/controls';
 import type { StoreEntry, StoreKeyInfo } from '../types';
 import './operator.css';
@@ -69,8 +69,10 @@ export function Store(_props: { params: string[] }) {
     },
     [api, selected],
     ['store.changed'],
-    (e) => e.type === 'store.changed' && e.data.key === selected,
+    (e) => e.type === 'store.changed' && e.data.key === selected && !e.data.deleted,
   );
+  // The key shown was deleted (here, by a snippet, by its TTL): nothing to show or read again.
+  useLiveEvent(['store.changed'], (e) => e.type === 'store.changed' && e.data.deleted && e.data.key === selected && setSelected(null));
 
   async function loadMore(cursor: string) {
     setLoadingMore(true);
