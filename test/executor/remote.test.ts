@@ -168,6 +168,39 @@ describe.skipIf(!installed)('the executor behind an agent over a shell transport
     expect((await call('POST', '/v1/invoke/remote-store', {})).json).toEqual({ n: 2 });
     expect((await call('GET', '/v1/store/remote-n')).json.value).toBe(2);
   });
+
+  it('agent steps travel behind the agent as on the host (the step frames pass through as they are)', async () => {
+    expect((await call('POST', '/v1/snippets', { name: 'remote-steps', runtime: 'python' })).status).toBe(201);
+    const code = [
+      'from langchain_core.tools import tool',
+      '',
+      '',
+      '@tool',
+      'def inc(x: int) -> int:',
+      '    """Adds one."""',
+      '    return x + 1',
+      '',
+      '',
+      'def handler(input):',
+      '    return inc.invoke({"x": inc.invoke({"x": inc.invoke({"x": 0})})})',
+      '',
+    ].join('\n');
+    const v = await call('POST', '/v1/snippets/remote-steps/versions', { code, max_memory_mb: 512, max_cpu_percent: 100 });
+    expect(v.status, v.text).toBe(201);
+    const r = await call('POST', '/v1/invoke/remote-steps', {});
+    expect(r.json).toBe(3);
+    const run = await call('GET', `/_emu/invocations/${r.headers.get('x-invocation-id')}/agent`, undefined, {
+      authorization: `Bearer ${emu.adminToken}`,
+    });
+    expect(run.status, run.text).toBe(200);
+    expect(
+      run.json.steps.map((s: { kind: string; name: string; input: unknown; output: unknown }) => [s.kind, s.name, s.input, s.output]),
+    ).toEqual([
+      ['tool', 'inc', { x: 0 }, 1],
+      ['tool', 'inc', { x: 1 }, 2],
+      ['tool', 'inc', { x: 2 }, 3],
+    ]);
+  }, 60_000);
 });
 
 describe('the Lima template and transport (generated, not run: no macOS here)', () => {

@@ -95,6 +95,56 @@ describe('RunnerChannel', () => {
     expect(await p).toEqual({ kind: 'error', message: 'boom', stack: 'Error: boom\n    at main.ts:1:1' });
   });
 
+  it('step and graph frames reach onStep / onGraph as sent; an invalid one is a bad_frame and the run goes on', async () => {
+    const { channel, runner, errors } = pair();
+    runner.send(READY);
+    await channel.waitReady(1000);
+    const steps: unknown[] = [];
+    const graphs: unknown[] = [];
+    const p = channel.invoke('i4', {}, {}, { onCall: async () => null, onStep: (f) => steps.push(f), onGraph: (f) => graphs.push(f) });
+    const start = {
+      t: 'step',
+      id: 'i4',
+      phase: 'start',
+      step_id: 's1',
+      parent_id: null,
+      kind: 'node',
+      framework: 'langgraph',
+      name: 'model',
+      at_ms: 1.5,
+      input: { messages: [] },
+      meta: { langgraph_step: 1 },
+    };
+    const end = {
+      t: 'step',
+      id: 'i4',
+      phase: 'end',
+      step_id: 's1',
+      kind: 'node',
+      framework: 'langgraph',
+      name: '',
+      at_ms: 9,
+      output: { ok: true },
+    };
+    const graph = {
+      t: 'graph',
+      id: 'i4',
+      framework: 'langgraph',
+      nodes: [{ id: '__start__', name: '__start__' }],
+      edges: [{ from: '__start__', to: 'model', conditional: false }],
+    };
+    runner.send(graph);
+    runner.send(start);
+    runner.send({ ...start, step_id: 's2', kind: 'chain' }); // no such kind
+    runner.send({ ...start, step_id: '', at_ms: 2 }); // an empty step id
+    runner.send(end);
+    runner.send({ t: 'result', id: 'i4', output: null });
+    expect(await p).toEqual({ kind: 'result', output: null });
+    expect(graphs).toEqual([graph]);
+    expect(steps).toEqual([start, end]);
+    expect(errors.map((e) => e.code)).toEqual(['bad_frame', 'bad_frame']);
+  });
+
   it('init_error is returned by waitReady and invoke is refused', async () => {
     const { channel, runner } = pair();
     runner.send({ t: 'init_error', message: 'SyntaxError: x (main.ts:1:1)' });
