@@ -4,20 +4,23 @@
 // output, a node lighting up while the run is still going; the Mastra agent's steps and tool call with its
 // arguments and result; the model calls assembled (text, tool calls, tokens, time to first token); the
 // stream inspector's assembled text beside the raw frames. Screenshots of the view for both frameworks go to
-// docs/images/ (referenced from docs/snippet-authors-guide.md). Skips loudly when Chromium or the build is missing.
+// test/.tmp/gui/, and to docs/images/ (referenced from docs/snippet-authors-guide.md) when SVC_EMU_DOC_IMAGES=1
+// (`SVC_EMU_DOC_IMAGES=1 npx vitest run test/gui/agent.test.ts`), so an ordinary run leaves the checkout as it
+// was. Skips loudly when Chromium or the build is missing.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../helpers/core';
 import { configureAgentTenant } from '../helpers/agents';
-import { shownText, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
+import { SCREENSHOTS, shownText, skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
 import { operations as ops } from '../../contract';
 
 if (skipReason) console.warn(`\n[agent.test] SKIPPING the agent view tests: ${skipReason}\n`);
 
 const EXAMPLES = join(PROJECT_ROOT, 'fixtures', 'workspace', 'snippets');
-const IMAGES = join(PROJECT_ROOT, 'docs', 'images');
+/** The documentation's screenshots are retaken only when asked for. */
+const IMAGES = process.env.SVC_EMU_DOC_IMAGES === '1' ? join(PROJECT_ROOT, 'docs', 'images') : SCREENSHOTS;
 const PROMPT = { prompt: 'What is the weather in Paris?' };
 /** Between the fake model's streamed frames: tokens arrive one by one, as from a real model. */
 const PACE_MS = 40;
@@ -170,6 +173,19 @@ describe.skipIf(!!skipReason)('the agent run view', () => {
     expect(p.errors).toEqual([]);
     await view.screenshot({ path: join(IMAGES, 'agent-view-langgraph.png') });
     await p.screenshot('agent-langgraph');
+    // The dark scheme: the same view, for a look (test/.tmp/gui/agent-langgraph-dark.png).
+    const dark = await gui.browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 900 }, colorScheme: 'dark' });
+    try {
+      const d = await dark.newPage();
+      const darkErrors: string[] = [];
+      d.on('pageerror', (e) => darkErrors.push(e.message));
+      await d.goto(`${gui.core.url}/?token=${gui.core.admin}#/invocation/${id}`);
+      await d.locator('[data-testid="agent-view"] [data-testid="agent-graph-node"][data-node="model"][data-state="ran"]').waitFor();
+      await d.getByTestId('agent-view').screenshot({ path: join(SCREENSHOTS, 'agent-langgraph-dark.png') });
+      expect(darkErrors).toEqual([]);
+    } finally {
+      await dark.close();
+    }
   }, 90_000);
 
   it('Mastra: the agent’s steps and its tool call with arguments and result; the stream inspector assembles the text beside the raw frames', async () => {
