@@ -394,6 +394,10 @@ function callbackView(cb: CallbackRecord): CallbackView {
   };
 }
 
+/** The longest error message an invocation event carries (GET /_emu/invocations/{id} has the whole one). */
+export const SUMMARY_MESSAGE_MAX = 1_000;
+const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 /** What the live feed says about an invocation: who, what, where it stands (never its input or output). */
 export function invocationSummary(rec: InvocationRecord): EmuEventData<'invocation.created'> {
   return {
@@ -405,7 +409,8 @@ export function invocationSummary(rec: InvocationRecord): EmuEventData<'invocati
     mode: rec.mode,
     status: rec.status,
     outcome: rec.outcome,
-    error: rec.error ? { code: rec.error.code, message: rec.error.message } : null,
+    // Events stay small: a long message (a handler may throw anything) is cut; the record has it whole.
+    error: rec.error ? { code: rec.error.code, message: cut(rec.error.message, SUMMARY_MESSAGE_MAX) } : null,
     duration_ms: rec.usage?.duration_ms ?? null,
   };
 }

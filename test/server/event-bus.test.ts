@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EventBus, EVENTS_KEPT, typeFilter } from '../../server/events/bus';
 import type { EmuEvent } from '../../contract/schemas/events';
+import { invocationSummary, SUMMARY_MESSAGE_MAX } from '../../server/services/invocations';
+import type { InvocationRecord } from '../../server/storage/schema';
 
 /** The core's event bus (server/events/bus.ts) on its own: ids, the ring of kept events, resume, listeners. */
 
@@ -96,5 +98,47 @@ describe('EventBus', () => {
     expect(['workspace.folders', 'store.changed', 'invocation'].some(keep)).toBe(false);
     expect(typeFilter(undefined)('anything')).toBe(true);
     expect(typeFilter('')('anything')).toBe(true);
+  });
+});
+
+describe('invocationSummary (what invocation events carry)', () => {
+  const rec = {
+    id: 'inv_1',
+    tenant_id: 'ten_1',
+    snippet_id: 'snp_1',
+    snippet: 'hello',
+    version: 2,
+    env: 'dev',
+    mode: 'sync',
+    status: 'failed',
+    outcome: 'handler_error',
+    error: { code: 'handler_error', message: 'x'.repeat(5_000), stack: 'at secret place' },
+    usage: { duration_ms: 12.5, init_ms: 1, cpu_ms: 3, cpu_throttled_ms: 0, peak_memory_mb: 20 },
+    input: { secret: 'input-value' },
+    output: { secret: 'output-value' },
+  } as unknown as InvocationRecord;
+
+  it('names the run and its outcome, never its input, output or stack, and cuts a long message', () => {
+    const s = invocationSummary(rec);
+    expect(Object.keys(s).sort()).toEqual([
+      'duration_ms',
+      'env',
+      'error',
+      'id',
+      'mode',
+      'outcome',
+      'snippet',
+      'status',
+      'tenant_id',
+      'version',
+    ]);
+    expect(s).toMatchObject({ id: 'inv_1', snippet: 'hello', version: 2, status: 'failed', outcome: 'handler_error', duration_ms: 12.5 });
+    expect(s.error!.message).toHaveLength(SUMMARY_MESSAGE_MAX);
+    expect(s.error!.message.endsWith('…')).toBe(true);
+    expect(JSON.stringify(s)).not.toMatch(/input-value|output-value|secret place/);
+    expect(invocationSummary({ ...rec, error: null, usage: null })).toMatchObject({
+      error: null,
+      duration_ms: null,
+    });
   });
 });
