@@ -60,6 +60,25 @@ def handler(input):
     return n
 `,
   },
+  // Two tool runs, then past its timeout (created with timeout_ms 1500 below).
+  'cut-short': {
+    runtime: 'python',
+    code: `import time
+
+from langchain_core.tools import tool
+
+
+@tool
+def inc(x: int) -> int:
+    """Adds one."""
+    return x + 1
+
+
+def handler(input):
+    inc.invoke({"x": inc.invoke({"x": 0})})
+    time.sleep(30)
+`,
+  },
 } as const;
 
 let fake: FakeProvider;
@@ -82,7 +101,8 @@ async function setUp(c: TestCore) {
   }
   for (const [name, { runtime, code }] of Object.entries(PROBES)) {
     expect((await c.call('POST', '/v1/snippets', { name, runtime })).status).toBe(201);
-    const v = await c.call('POST', `/v1/snippets/${name}/versions`, { code, timeout_ms: 60_000, max_memory_mb: 512, max_cpu_percent: 100 });
+    const timeout_ms = name === 'cut-short' ? 1500 : 60_000;
+    const v = await c.call('POST', `/v1/snippets/${name}/versions`, { code, timeout_ms, max_memory_mb: 512, max_cpu_percent: 100 });
     expect(v.status, v.text).toBe(201);
   }
 }
@@ -152,6 +172,26 @@ describe('LangGraph only', () => {
     expect(run.truncated).toBe(true);
     expect(run.steps).toHaveLength(2000);
     expect(run.steps.every((s) => s.kind === 'tool' && s.name === 'inc' && s.ended_ms !== null)).toBe(true);
+  }, 60_000);
+});
+
+describe('every way out', () => {
+  it('a run cut by its timeout keeps the steps it reported; no run keeps anything in memory once it has ended', async (ctx) => {
+    if (!core) ctx.skip('no Bun or Python runtime on this host (node scripts/setup.mjs --for=test installs them)');
+    // Warm the sandbox first: the timeout then cuts the handler, not the framework's import.
+    const r = await core!.call('POST', '/v1/invoke/cut-short', {});
+    const again = r.status === 504 ? await core!.call('POST', '/v1/invoke/cut-short', {}) : r;
+    expect(again.status, again.text).toBe(504);
+    expect(again.json.code).toBe('timeout');
+    const run = await agentRun(core!, again.json.invocation_id as string);
+    expect(run.live).toBe(false);
+    expect(run.steps.map((s) => [s.kind, s.name, s.input, s.output])).toEqual([
+      ['tool', 'inc', { x: 0 }, 1],
+      ['tool', 'inc', { x: 1 }, 2],
+    ]);
+    const agentSteps = core!.emu.services.agentSteps;
+    for (const until = Date.now() + 5_000; agentSteps.liveCount > 0 && Date.now() < until;) await new Promise((res) => setTimeout(res, 20));
+    expect(agentSteps.liveCount, 'runs with steps still held in memory').toBe(0);
   }, 60_000);
 });
 
