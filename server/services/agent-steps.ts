@@ -124,12 +124,14 @@ export class AgentStepService {
   async close(invocationId: string, dropped = 0): Promise<void> {
     const live = this.live.get(invocationId);
     if (!live) return;
+    // Before the first await: a reader of the live copy meanwhile (the caller has its answer) sees it too.
+    if (dropped > 0) live.truncated = true;
     try {
       const stored: StoredAgentRun = {
         framework: live.framework,
         graph: live.graph,
         steps: [...live.steps.values()],
-        truncated: live.truncated || dropped > 0,
+        truncated: live.truncated,
       };
       const blob = await this.deps.blobs.put(JSON.stringify(stored));
       this.deps.repo.mutateLazy((db) => {
