@@ -313,7 +313,7 @@ def handler(input):
         return {"error": f"{type(e).__name__}: {e}"}
 `,
   } as const;
-  it.each(['bun', 'python'] as const)(
+  it.for(['bun', 'python'] as const)(
     '%s: fails with an error naming the host and the fix (the client shows the tunnel’s status line)',
     async (runtime, ctx) => {
       const name = `offline-${runtime}`;
