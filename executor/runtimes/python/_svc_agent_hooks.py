@@ -29,9 +29,17 @@ _installed = False
 _pregel_wrapped = False
 
 
-def _safe(value, depth=0):
+_NODES_CAP = 5000
+
+
+def _safe(value, depth=0, budget=None):
     """A JSON-safe copy of a framework value: messages, pydantic models, dataclasses and named tuples become
-    dicts; anything else its repr; strings, lists and depth are capped."""
+    dicts; anything else its repr; strings, lists, depth and the values visited in all are capped."""
+    if budget is None:
+        budget = [_NODES_CAP]
+    budget[0] -= 1
+    if budget[0] < 0:
+        return "…"
     if value is None or isinstance(value, (bool, int, float)):
         if isinstance(value, float) and value != value:
             return None
@@ -46,32 +54,32 @@ def _safe(value, depth=0):
             if i >= _ITEMS_CAP:
                 out["…"] = "%d more" % (len(value) - _ITEMS_CAP)
                 break
-            out[str(k)] = _safe(v, depth + 1)
+            out[str(k)] = _safe(v, depth + 1, budget)
         return out
     if isinstance(value, (list, tuple, set, frozenset)):
         items = list(value)
-        out = [_safe(v, depth + 1) for v in items[:_ITEMS_CAP]]
+        out = [_safe(v, depth + 1, budget) for v in items[:_ITEMS_CAP]]
         if len(items) > _ITEMS_CAP:
             out.append("…%d more" % (len(items) - _ITEMS_CAP))
         return out
     msg_type = getattr(value, "type", None)
     if isinstance(msg_type, str) and hasattr(value, "content"):  # a LangChain message
-        out = {"type": msg_type, "content": _safe(value.content, depth + 1)}
+        out = {"type": msg_type, "content": _safe(value.content, depth + 1, budget)}
         for attr in ("name", "tool_calls", "tool_call_id", "usage_metadata"):
             v = getattr(value, attr, None)
             if v:
-                out[attr] = _safe(v, depth + 1)
+                out[attr] = _safe(v, depth + 1, budget)
         return out
     for dump in ("model_dump", "_asdict"):
         fn = getattr(value, dump, None)
         if callable(fn):
             try:
-                return _safe(fn(), depth)
+                return _safe(fn(), depth, budget)
             except Exception:  # noqa: BLE001
                 break
     fields = getattr(value, "__dataclass_fields__", None)
     if isinstance(fields, dict):
-        return {"_type": type(value).__name__, **{k: _safe(getattr(value, k, None), depth + 1) for k in list(fields)[:_ITEMS_CAP]}}
+        return {"_type": type(value).__name__, **{k: _safe(getattr(value, k, None), depth + 1, budget) for k in list(fields)[:_ITEMS_CAP]}}
     try:
         text = repr(value)
     except Exception:  # noqa: BLE001
