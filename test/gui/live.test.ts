@@ -22,6 +22,7 @@ const FETCH =
 
 let gui: Gui;
 let p: GuiPage;
+let requests: ReturnType<typeof watchRequests>;
 let workspace: string;
 /**
  * change → DOM times, by what changed (printed at the end, for the report): `ms` from just before the change
@@ -80,6 +81,16 @@ async function timeTo(what: string, selector: string, text: string, change: () =
     return [w.__liveSeen - w.__liveStart, w.__liveSeenWall];
   });
   const last = published.filter((e) => e.at >= wall0 && e.at <= seenWall).at(-1);
+  if (process.env.LIVE_TEST_TRACE) {
+    const fetches = await p.page.evaluate(() => (window as unknown as { __fetches: string[] }).__fetches.splice(0));
+    const trace = [
+      ...published.filter((e) => e.at >= wall0 && e.at <= seenWall).map((e) => ({ at: e.at, what: `event ${e.type}` })),
+      ...fetches
+        .map((f) => ({ at: Number(f.split(' ')[0]), what: f.split(' ').slice(1).join(' ') }))
+        .filter((r) => r.at >= wall0 && r.at <= seenWall),
+    ].sort((x, y) => x.at - y.at);
+    console.log(`${what}:\n${trace.map((t) => `  +${t.at - wall0} ms ${t.what}`).join('\n')}\n  +${seenWall - wall0} ms shown`);
+  }
   timings.push({ what, ms: Math.round(ms), changeMs: Math.round(changeMs), ...(last ? { eventMs: seenWall - last.at } : {}) });
   return ms;
 }
@@ -109,7 +120,6 @@ function watchRequests(page: GuiPage['page']) {
 
 // In order: the last test walks the pages the others filled (an inbox with a delivery, a store key…).
 describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: false }, () => {
-  let requests: ReturnType<typeof watchRequests>;
   let subscription: { close(): void } | undefined;
 
   beforeAll(async () => {
@@ -145,6 +155,22 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
         await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
       },
     };
+    if (process.env.LIVE_TEST_TRACE) {
+      // Each of the page's fetches, started and answered, on the page's own clock (Date.now).
+      await page.addInitScript(() => {
+        const w = window as unknown as { __fetches: string[] };
+        w.__fetches = [];
+        const real = window.fetch.bind(window);
+        window.fetch = async (input, init) => {
+          const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+          const path = new URL(url, location.href).pathname;
+          w.__fetches.push(`${Date.now()} start ${path}`);
+          const res = await real(input, init);
+          w.__fetches.push(`${Date.now()} answered ${path}`);
+          return res;
+        };
+      });
+    }
     await page.goto(`${gui.core.url}/`);
     await page.getByTestId('live-indicator').and(page.locator('[data-state="live"]')).waitFor();
   }, 60_000);
@@ -193,9 +219,14 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
 
     await p.go('snippet/hello/versions');
     await shownText(p, p.page.getByTestId('deployments'), 'what runs where');
-    const deployed = await timeTo('Versions: API deploy → what runs where', '[data-testid="deployment"]', 'v1', async () => {
-      await api('PUT', '/v1/snippets/hello/environments/staging', { version: 1 });
-    });
+    const deployed = await timeTo(
+      'Versions: API deploy → what runs where',
+      '[data-testid="deployment"][data-env="staging"] [data-testid="deployment-version"]',
+      'v1',
+      async () => {
+        await api('PUT', '/v1/snippets/hello/environments/staging', { version: 1 });
+      },
+    );
     expect(deployed).toBeLessThan(1000);
   });
 
