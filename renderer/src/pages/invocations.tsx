@@ -122,16 +122,19 @@ export function Invocations(_props: { params: string[] }) {
     return () => window.removeEventListener('hashchange', on);
   }, []);
 
+  // The snippet filter's choices, again when a snippet is created or deleted.
+  const loadSnippets = useCallback(
+    () =>
+      api.client.call(operations.listSnippets, { query: { limit: '1000' } }).then(
+        (r) => setSnippets(r.data.map((s) => s.name).sort()),
+        () => {}, // the filter still works by typing the URL; the list shows its own error
+      ),
+    [api],
+  );
   useEffect(() => {
-    let live = true;
-    api.client.call(operations.listSnippets, { query: { limit: '1000' } }).then(
-      (r) => live && setSnippets(r.data.map((s) => s.name).sort()),
-      () => {}, // the filter still works by typing the URL; the list shows its own error
-    );
-    return () => {
-      live = false;
-    };
-  }, [api]);
+    void loadSnippets();
+  }, [loadSnippets]);
+  useLiveRefresh(loadSnippets, ['snippet.*']);
 
   const running = rows?.filter(isRunning).length ?? 0;
   useLiveRefresh(
