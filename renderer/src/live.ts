@@ -21,6 +21,8 @@ export class LiveFeed {
   private readonly stateListeners = new Set<(s: LiveState) => void>();
   private current: LiveState = 'connecting';
   private everOpen = false;
+  /** An event came: a reconnect then resumes after it (followEvents sends Last-Event-ID). */
+  private sawEvent = false;
 
   constructor(private readonly follow: Follow) {}
 
@@ -79,6 +81,9 @@ export class LiveFeed {
       onState: (s) => {
         if (signal.aborted) return;
         if (s.state === 'open') {
+          // Back after a drop with no event id to resume from: what changed meanwhile (a restarted core's
+          // first compiles, say) is unknown, so every page reads again.
+          if (this.everOpen && !this.sawEvent) this.emit({ kind: 'reset' });
           this.everOpen = true;
           this.setState('live');
         } else this.setState(this.everOpen ? 'reconnecting' : 'connecting');
@@ -87,6 +92,7 @@ export class LiveFeed {
     try {
       for await (const event of events) {
         if (signal.aborted) return;
+        this.sawEvent = true;
         this.emit({ kind: 'event', event });
       }
     } catch (err) {

@@ -6,10 +6,10 @@
 // the tab's one feed connection.
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Request } from 'playwright-core';
+import { chromium, type Browser, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/core';
-import { SCREENSHOTS, shownText, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
+import { PROJECT_ROOT, startTestCore, tempDir, type TestCore } from '../helpers/core';
+import { CHROMIUM, SCREENSHOTS, shownText, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[live.test] SKIPPING the live GUI tests: ${skipReason}\n`);
 
@@ -370,4 +370,50 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
     expect(await p.page.getByTestId('live-indicator').getAttribute('data-state')).toBe('live');
     expect(p.errors.filter((e) => !/status of 4\d\d/.test(e))).toEqual([]);
   }, 90_000);
+});
+
+// The feed across a restart of the core on the same port and data dir: the sign says Reconnecting…, and once
+// the core is back every page reads again (the feed's `reset`: the old ids are from another start) and
+// follows the new core's events.
+describe.skipIf(!!skipReason)('the live feed across a restart of the core', () => {
+  let dataDir: string;
+  let core: TestCore | undefined;
+  let browser: Browser | undefined;
+
+  afterAll(async () => {
+    await browser?.close();
+    await core?.stop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('says Reconnecting… while the core is away, then reads the page again and follows the new core', async () => {
+    dataDir = await tempDir('svc-emu-gui-live-restart-');
+    const rendererDir = join(PROJECT_ROOT, 'out', 'renderer');
+    core = await startTestCore({ dataDir, keepDir: true, config: { rendererDir } });
+    const port = core.emu.port;
+    await core.call('POST', '/v1/snippets', { name: 'before-restart', runtime: 'bun' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+    const page = await (await browser.newContext({ locale: 'en-US' })).newPage();
+    const reads: number[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname === '/v1/snippets') reads.push(Date.now());
+    });
+    await page.goto(`${core.url}/?token=${core.admin}#/snippets`);
+    const sign = page.getByTestId('live-indicator');
+    await page.getByTestId('snippet-row').filter({ hasText: 'before-restart' }).waitFor();
+    await sign.and(page.locator('[data-state="live"]')).waitFor();
+
+    await core.stop();
+    await sign.and(page.locator('[data-state="reconnecting"]')).waitFor();
+    expect(await sign.innerText()).toContain('Reconnecting');
+
+    const readsBefore = reads.length;
+    core = await startTestCore({ dataDir, keepDir: true, config: { rendererDir, port } });
+    await sign.and(page.locator('[data-state="live"]')).waitFor({ timeout: 15_000 });
+    // The reset made the page read its list again, with no event to say so.
+    await until('the list read again after the reset', async () => reads.length > readsBefore, 5000);
+    // And the new core's events reach it.
+    await core.call('POST', '/v1/snippets', { name: 'after-restart', runtime: 'bun' });
+    await page.getByTestId('snippet-row').filter({ hasText: 'after-restart' }).waitFor({ timeout: 2000 });
+  }, 60_000);
 });
