@@ -497,14 +497,18 @@ function resolveMastra(): void {
   if (mastraPaths.length === 0) agentHooks = 'none';
 }
 
-async function watchAgentFramework(): Promise<void> {
+/** Has the snippet imported @mastra/core (a lookup in Bun's module registry, which holds ES modules too)? */
+function mastraLoaded(): boolean {
   if (mastraPaths === null) resolveMastra();
-  if (!mastraPaths) return;
+  if (agentHooks !== 'pending' || !mastraPaths) return false;
   const cache = (require as unknown as { cache: Record<string, unknown> }).cache;
-  if (agentHooks !== 'pending' || !mastraPaths.some((p) => p in cache)) return;
+  return mastraPaths.some((p) => p in cache);
+}
+
+async function installAgentHooks(): Promise<void> {
   agentHooks = 'installed';
   try {
-    const [{ Agent }, hooks] = await Promise.all([import(mastraPaths[0]!) as Promise<{ Agent?: unknown }>, import('./agent-hooks')]);
+    const [{ Agent }, hooks] = await Promise.all([import(mastraPaths![0]!) as Promise<{ Agent?: unknown }>, import('./agent-hooks')]);
     hooks.installMastraHooks(Agent, {
       current: () => (current && !current.done ? current : null),
       send: (frame) => writeLine(JSON.stringify(frame) + '\n'),
@@ -639,7 +643,7 @@ async function invoke(handler: Handler, frame: InvokeFrame): Promise<void> {
   aborted.catch(() => {});
   groupIndent = '';
   egress?.closeAll(); // connections opened outside this invocation are not to be reused under its name
-  if (agentHooks === 'pending') await watchAgentFramework();
+  if (agentHooks === 'pending' && mastraLoaded()) await installAgentHooks();
   current = inv;
 
   const finishError = (err: unknown) => {
