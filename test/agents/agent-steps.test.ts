@@ -60,6 +60,35 @@ def handler(input):
     return n
 `,
   },
+  // A Mastra agent with hooks of its own: they still run (first), with what Mastra gives them.
+  'mastra-own-hooks': {
+    runtime: 'bun',
+    code: `import { Agent } from '@mastra/core/agent';
+import { createTool } from '@mastra/core/tools';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { z } from 'zod';
+
+const echo = createTool({
+  id: 'echo',
+  description: 'Echoes a city',
+  inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => ({ city, sky: 'sunny' }),
+});
+
+export default async function handler() {
+  const provider = createOpenAICompatible({ name: 'openai', baseURL: process.env.OPENAI_BASE_URL, apiKey: process.env.OPENAI_API_KEY });
+  const agent = new Agent({ id: 'own', name: 'own', instructions: 'x', model: provider('fake-model'), tools: { echo } });
+  const seen = { steps: [] as string[], toolChunks: 0, finished: 0 };
+  const r = await agent.generate('Weather in Paris?', {
+    maxSteps: 3,
+    onStepFinish: (s) => void seen.steps.push(s.finishReason),
+    onChunk: (c) => void (c.type === 'tool-result' && seen.toolChunks++),
+    onFinish: () => void seen.finished++,
+  });
+  return { text: r.text, ...seen };
+}
+`,
+  },
   // Two tool runs, then past its timeout (created with timeout_ms 1500 below).
   'cut-short': {
     runtime: 'python',
@@ -173,6 +202,26 @@ describe('LangGraph only', () => {
     expect(run.steps).toHaveLength(2000);
     expect(run.steps.every((s) => s.kind === 'tool' && s.name === 'inc' && s.ended_ms !== null)).toBe(true);
   }, 60_000);
+});
+
+describe('Mastra only', () => {
+  it('the snippet’s own onStepFinish, onChunk and onFinish still run, with what Mastra gives them, beside the steps', async (ctx) => {
+    if (!core) ctx.skip('no Bun or Python runtime on this host (node scripts/setup.mjs --for=test installs them)');
+    const r = await core!.call('POST', '/v1/invoke/mastra-own-hooks', {});
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({
+      text: expect.stringMatching(/^Tool said: .*sunny/),
+      steps: ['tool-calls', 'stop'],
+      toolChunks: 1,
+      finished: 1,
+    });
+    const run = await agentRun(core!, r.headers.get('x-invocation-id')!);
+    expect(run.steps.map((s) => [s.kind, s.name, s.meta.finish_reason ?? null])).toEqual([
+      ['step', 'step 1', 'tool-calls'],
+      ['tool', 'echo', null],
+      ['step', 'step 2', 'stop'],
+    ]);
+  });
 });
 
 describe('every way out', () => {
