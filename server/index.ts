@@ -73,7 +73,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     for (const fn of cleanup.reverse()) await Promise.resolve(fn()).catch(() => {});
   };
   try {
-    // One bus per core: services publish every change on it (docs/architecture.md, "The event bus").
+    // One bus per core: services publish every change on it (docs/architecture.md, "The event bus and the live feed").
     const events = new EventBus(input.clock ?? (() => new Date()), (err) =>
       logger.log('warn', 'an event listener threw and was dropped', { error: String(err) }),
     );

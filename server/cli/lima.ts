@@ -78,7 +78,7 @@ export async function runLima(args: string[], opts: LimaCliOptions, io: LimaIO):
     return op.state === 'succeeded' ? 0 : 1;
   } catch (err) {
     if (err instanceof Refused) {
-      // With --json, the one error object goes to stdout (docs/cli.md, "Errors").
+      // With --json, the one error object goes to stdout (docs/cli.md, "Errors and exit codes").
       if (opts.json) io.stdout(JSON.stringify({ code: err.code, detail: err.message }) + '\n');
       else io.stderr(`svc-emu: ${err.message} (${err.code})\n`);
       return 1;
