@@ -102,7 +102,11 @@ describe.skipIf(!coreReady)('build outputs', () => {
       expect(window.webPreferences.preload).toBe(join(ROOT, 'out/preload/index.js'));
       expect(existsSync(window.webPreferences.preload)).toBe(true);
 
+      // Signed in before the first load: the session cookie on the window's session, HttpOnly and Strict.
+      const cookie = await event('cookie-set');
+      expect(cookie).toMatchObject({ name: 'svc_emu_session', httpOnly: true, sameSite: 'strict' });
       const { url } = await event('loadURL');
+      expect(url).toBe(cookie.url);
       expect(url).toMatch(/^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+\/$/);
       const { token } = await event('admin-token');
       expect(token).toEqual(expect.any(String));

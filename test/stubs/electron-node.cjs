@@ -130,6 +130,10 @@ module.exports = {
       setPermissionCheckHandler: (h) => report('permission-check-handler', { set: typeof h === 'function' }),
       setDevicePermissionHandler: () => {},
       setDisplayMediaRequestHandler: () => {},
+      // The GUI's session cookie, set before the first load (main/app.ts): reported without its value.
+      cookies: {
+        set: async (c) => report('cookie-set', { url: c.url, name: c.name, httpOnly: c.httpOnly, sameSite: c.sameSite }),
+      },
     },
   },
   // A stand-in keychain: reversible (the real one is the OS's), never the plaintext on disk.
