@@ -133,7 +133,7 @@ export interface LimaManagerOptions {
   onChange?: (op: Pick<VmOperation, 'kind' | 'state' | 'started_at' | 'log_total'>, line: string | null) => void;
 }
 
-/** A line of output longer than this is cut (a log of 500 lines stays small enough to poll every second). */
+/** A line of output longer than this is cut (a log of 500 lines stays small enough to read whole). */
 const MAX_LINE = 2_000;
 
 interface Running {

@@ -84,7 +84,7 @@ function InboxList() {
       <section className="card" aria-labelledby="inbox-list-title">
         <div className="op-card-head">
           <h2 id="inbox-list-title">Inboxes</h2>
-          <span className="op-hint">Refreshes every 2 s</span>
+          <span className="op-hint">Live</span>
         </div>
         <Show loaded={loaded}>
           {(inboxes) =>
