@@ -137,6 +137,7 @@ function Shell({ info }: { info: EmulatorInfo }) {
             <a className="brand" href={href()}>
               Snippet Emulator
             </a>
+            <LiveIndicator />
             <button
               ref={menuButton}
               type="button"
@@ -160,7 +161,6 @@ function Shell({ info }: { info: EmulatorInfo }) {
             ))}
           </ul>
           <div className="sidebar-foot">
-            <LiveIndicator />
             <button type="button" className="shortcuts-button" onClick={() => setHelpOpen(true)} aria-haspopup="dialog">
               Keyboard shortcuts <kbd>?</kbd>
             </button>
