@@ -63,6 +63,10 @@ export const EMU_EVENT_DATA = {
   'tenant.changed': z.object({ tenant_id: z.string(), name: z.string() }),
   'secret.changed': z.object({ tenant_id: z.string(), name: z.string(), deleted: z.boolean() }),
   'store.changed': z.object({ tenant_id: z.string(), key: z.string(), deleted: z.boolean() }),
+  /** A fault rule was added or removed, or all were cleared (`id` null); hits show as `egress.call`s. */
+  'fault.changed': z.object({ id: z.string().nullable(), state: z.enum(['added', 'removed', 'cleared']) }),
+  /** The egress log was emptied. */
+  'egress.cleared': z.object({}),
   /** A GUI terminal (the Terminal page) opened, its shell exited, or it was closed. */
   'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'exited', 'closed']) }),
   /** The executor VM's operation (create / start / stop) began, printed a line (`line`), or ended. */

@@ -282,6 +282,13 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
       await api('POST', '/v1/invoke/fetcher', { url: `${gui.core.url}/healthz` });
     });
     expect(called).toBeLessThan(1000);
+    // Fault rules added and the log cleared elsewhere (the API, the CLI, another tab).
+    const ruled = await timeTo('Egress: API fault rule → listed', '[data-testid="fault-row"]', 'api.live.test', () =>
+      api('POST', '/_emu/egress/faults', { host: 'api.live.test', action: { type: 'latency', ms: 5 } }, true),
+    );
+    expect(ruled).toBeLessThan(1000);
+    await gui.core.call('DELETE', '/_emu/egress', undefined, { key: gui.core.admin });
+    await until('the log to empty', async () => (await p.page.getByTestId('egress-row').count()) === 0, 2000);
   });
 
   it('Tenants, Secrets, Store and the Overview follow changes made through the API', async () => {
@@ -346,7 +353,7 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
       ['stream', 'text=No streamed invocations yet'],
       ['inbox', 'inbox-list'],
       ['inbox/live', 'delivery'],
-      ['egress', 'egress-row'],
+      ['egress', 'fault-row'],
       ['tenants', 'tenant-list'],
       ['secrets', 'secret-row'],
       ['store', 'store-row'],

@@ -39,9 +39,17 @@ const statusClass = (s: number) => (s < 300 ? 'op-ok' : s < 400 ? 'op-info' : s 
 
 export function Egress(_props: { params: string[] }) {
   const { api } = useApp();
-  const [log, reloadLog] = useLiveLoad(async () => await api.client.call(operations.emuListEgress), [api], ['egress.call']);
-  // A rule's hit count rises with the call it hit.
-  const [faults, reloadFaults] = useLiveLoad(async () => (await api.client.call(operations.emuListFaults)).data, [api], ['egress.call']);
+  const [log, reloadLog] = useLiveLoad(
+    async () => await api.client.call(operations.emuListEgress),
+    [api],
+    ['egress.call', 'egress.cleared'],
+  );
+  // Rules added or removed anywhere (the API, the CLI, another tab); a rule's hit count rises with the call it hit.
+  const [faults, reloadFaults] = useLiveLoad(
+    async () => (await api.client.call(operations.emuListFaults)).data,
+    [api],
+    ['fault.changed', 'egress.call'],
+  );
   const [error, setError] = useState<unknown>(null);
 
   async function act(fn: () => Promise<unknown>, then: () => void) {
