@@ -26,7 +26,7 @@ import { ExecutorSlot } from './executor-slot';
 import { terminalAccess } from './terminal/setup';
 import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
-import { GuiSession, SESSION_COOKIE } from './http/gui-session';
+import { GuiSession, SESSION_COOKIE } from './services/gui-session';
 import { EventBus } from './events/bus';
 
 export type { EmulatorConfig } from './config';

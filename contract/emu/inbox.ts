@@ -28,6 +28,7 @@ export const inboxReceive = defineOperation({
   }),
   responses: {
     200: ok('Recorded.', InboxReceipt),
+    204: { description: 'Recorded, answered 204 as chosen (`?status=204` or the inbox’s chosen answer): no body, as HTTP requires.' },
     ...problems(413, 422),
   },
   defaultResponse: ok(

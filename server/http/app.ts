@@ -15,7 +15,8 @@ import { problemMiddleware } from './problem';
 import { implement, koaPath, type RouteDef } from './route';
 import * as meta from '../../contract/meta';
 import { staticGui } from './static-gui';
-import { guiSignIn, sessionAuthenticates, type GuiSession } from './gui-session';
+import { guiSignIn, sessionAuthenticates } from './gui-session';
+import type { GuiSession } from '../services/gui-session';
 
 export interface AppOptions {
   services: Services;

@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ApiError } from '../errors';
 import { secretEquals } from '../ids';
-import { loadOrCreateGuiSecret, sessionCookieValue, writeNewGuiSecret } from '../storage/gui-secret';
+import { SESSION_COOKIE, type GuiSession } from '../services/gui-session';
 
 /**
  * Sign in once: opening any GUI path with `?token=<admin token>` answers a redirect to the same URL without
@@ -15,44 +15,6 @@ import { loadOrCreateGuiSecret, sessionCookieValue, writeNewGuiSecret } from '..
  * host is "same-site", and cookies are not per port); a change (any method but GET/HEAD) made with it must
  * carry an `Origin` (which ./guards.ts has checked is this server's).
  */
-export const SESSION_COOKIE = 'svc_emu_session';
-/** 400 days: the longest lifetime browsers keep (Chrome caps Max-Age there). */
-export const SESSION_MAX_AGE_S = 400 * 24 * 60 * 60;
-
-export class GuiSession {
-  private value: string;
-
-  private constructor(
-    private readonly dataDir: string,
-    secret: Buffer,
-  ) {
-    this.value = sessionCookieValue(secret);
-  }
-
-  /** The data dir's session (its secret made on the first start). */
-  static async open(dataDir: string): Promise<GuiSession> {
-    return new GuiSession(dataDir, await loadOrCreateGuiSecret(dataDir));
-  }
-
-  /** The cookie's current value (the desktop app sets it on its window's session). */
-  get cookieValue(): string {
-    return this.value;
-  }
-
-  accepts(value: string): boolean {
-    return secretEquals(value, this.value);
-  }
-
-  /** A new secret, on disk and here at once: every browser signed in so far is signed out. */
-  async rotate(): Promise<void> {
-    this.value = sessionCookieValue(await writeNewGuiSecret(this.dataDir));
-  }
-
-  setCookie(secure: boolean): string {
-    return `${SESSION_COOKIE}=${this.value}; Path=/; Max-Age=${SESSION_MAX_AGE_S}; HttpOnly; SameSite=Strict${secure ? '; Secure' : ''}`;
-  }
-}
-
 /** Every value of cookie `name` in a `Cookie` header (a browser may send one name twice, for two paths). */
 export function cookieValues(header: string, name: string): string[] {
   const out: string[] = [];

@@ -22,7 +22,7 @@ import type { Executor, LimaManager } from '../../executor';
 import type { WorkspaceView } from '../workspace/loader';
 import type { TerminalAccess } from '../terminal/sessions';
 import type { EventBus } from '../events/bus';
-import type { GuiSession } from '../http/gui-session';
+import type { GuiSession } from './gui-session';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
 export interface EmulatorFacts {

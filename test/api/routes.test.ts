@@ -1261,6 +1261,35 @@ describe('the live event feed (the HTTP surface; behaviour in test/server/events
   });
 });
 
+describe('the GUI session (the HTTP surface; behaviour in test/server/gui-session.test.ts and test/gui/session.test.ts)', () => {
+  it('GET /_emu/gui-session answers whether the request is signed in, never a 401; rotate needs the admin token', async () => {
+    const anonymous = await core.call('GET', '/_emu/gui-session', undefined, { key: null });
+    expect(anonymous.status, anonymous.text).toBe(200);
+    expect(anonymous.json).toEqual({ signed_in: false, via: null, admin_token: null });
+    const admin = await core.call('GET', '/_emu/gui-session', undefined, { key: core.admin });
+    expect(admin.json).toEqual({ signed_in: true, via: 'token', admin_token: core.admin });
+    const rotated = await core.call('POST', '/_emu/gui-session/rotate', undefined, { key: core.admin });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.json.sign_in_url).toMatch(/\/\?token=/);
+    expectProblem(await core.call('POST', '/_emu/gui-session/rotate', undefined, { key: null }), 401, 'unauthenticated');
+  });
+});
+
+describe('the agent run view (the HTTP surface; behaviour in test/agents/agent-steps.test.ts)', () => {
+  it('GET /_emu/invocations/{id}/agent: a run that used no framework and called no model has empty lists; 404 for an unknown id', async () => {
+    await createSnippet('agent-route');
+    await createVersion('agent-route');
+    const run = await core.call('POST', '/v1/invoke/agent-route', { a: 1 });
+    expect(run.status, run.text).toBe(200);
+    const id = run.headers.get('x-invocation-id')!;
+    const r = await core.call('GET', `/_emu/invocations/${id}/agent`, undefined, { key: core.admin });
+    expect(r.status, r.text).toBe(200);
+    expect(r.json).toMatchObject({ invocation_id: id, framework: null, graph: null, steps: [], provider_calls: [], live: false });
+    expectProblem(await core.call('GET', '/_emu/invocations/inv_missing/agent', undefined, { key: core.admin }), 404, 'not_found');
+    expectProblem(await core.call('GET', `/_emu/invocations/${id}/agent`, undefined, { key: null }), 401, 'unauthenticated');
+  });
+});
+
 describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
   const admin = () => ({ key: core.admin });
   it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {

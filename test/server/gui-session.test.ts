@@ -4,7 +4,8 @@ import { readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Context } from 'koa';
-import { cookieValues, GuiSession, sessionAuthenticates, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../../server/http/gui-session';
+import { cookieValues, sessionAuthenticates } from '../../server/http/gui-session';
+import { GuiSession, SESSION_COOKIE, SESSION_MAX_AGE_S } from '../../server/services/gui-session';
 import { GUI_SECRET_FILE, loadOrCreateGuiSecret, sessionCookieValue } from '../../server/storage/gui-secret';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 
