@@ -4,6 +4,8 @@
 // shown plainly with no buttons. Screenshots: test/.tmp/gui/parity-vm*.png.
 import type { Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { skipReason, startGui, type Gui, type GuiPage } from '../helpers/gui';
 import { fakeLimactl, type FakeLimactl } from '../helpers/fake-limactl';
 
@@ -58,6 +60,9 @@ describe.skipIf(!!skipReason)('executor VM on the Parity status page (fake limac
     expect(await start.isDisabled()).toBe(true);
     expect(await stop.isDisabled()).toBe(true);
 
+    // The fake holds create after its first line until released: the running state is seen whatever the load.
+    const release = join(fake.dir, 'release-create');
+    await fake.patch({ release_file: release });
     // From the keyboard: focus Create and press Enter.
     await create.focus();
     await p.page.keyboard.press('Enter');
@@ -69,6 +74,7 @@ describe.skipIf(!!skipReason)('executor VM on the Parity status page (fake limac
     expect(await op.getAttribute('data-state')).toBe('running');
     expect(await card.getByTestId('vm-create').isDisabled(), 'no second operation while one runs').toBe(true);
     expect(await card.getByTestId('vm-create').innerText()).toBe('Creating…');
+    await writeFile(release, '');
 
     await waitText(p, op.getByTestId('vm-operation-state'), /succeeded/, 'the end of create');
     await waitText(p, badge, 'Stopped', 'the VM badge after create');

@@ -14,6 +14,8 @@ export interface FakeLimaState {
   fail: { create?: string; start?: string; stop?: string };
   garbage: boolean;
   delay_ms?: number;
+  /** After its first progress line, create/start/stop waits until this file exists (test/fixtures/fake-limactl.mjs). */
+  release_file?: string;
 }
 
 export interface FakeLimactl {
