@@ -36,7 +36,8 @@ async function outcome(page: Page): Promise<'signed-in' | 'sign-in'> {
     .or(signIn)
     .or(page.getByRole('heading', { level: 1 }).filter({ hasNotText: 'Snippet Emulator' }))
     .first()
-    .waitFor();
+    // A first page in a fresh browser context can take >10 s on a loaded 2-core machine (a full run at load ~15).
+    .waitFor({ timeout: 30_000 });
   return (await signIn.count()) > 0 ? 'sign-in' : 'signed-in';
 }
 
