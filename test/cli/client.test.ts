@@ -7,25 +7,10 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main, type CliIO } from '../../server/cli/main';
+import { runCli } from '../helpers/cli';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(argv: string[]): Promise<Run> {
-  const out = { stdout: '', stderr: '' };
-  const io: CliIO = {
-    stdout: (t) => void (out.stdout += t),
-    stderr: (t) => void (out.stderr += t),
-    cwd: '/',
-    untilSignal: () => new Promise(() => {}),
-  };
-  const code = await main(argv, io);
-  return { code, ...out };
-}
+const cli = (argv: string[]) => runCli(argv);
 
 const invocationId = (stderr: string) => /invocation (inv_[0-9A-Za-z]+)/.exec(stderr)?.[1];
 

@@ -3,7 +3,7 @@
 import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../server/cli/main';
+import { runCli } from '../helpers/cli';
 import { GUI_SECRET_FILE } from '../../server/storage/gui-secret';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 
@@ -14,17 +14,7 @@ afterAll(async () => {
   for (const d of dirs) await rm(d, { recursive: true, force: true });
 });
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = { stdout: '', stderr: '' };
-  const io: CliIO = {
-    stdout: (t) => void (out.stdout += t),
-    stderr: (t) => void (out.stderr += t),
-    cwd: '/',
-    untilSignal: () => new Promise(() => {}),
-  };
-  const code = await main(argv, io);
-  return { code, ...out };
-}
+const cli = (argv: string[]) => runCli(argv);
 
 /** Signs in with the token URL; the session cookie (name=value). */
 async function signIn(core: TestCore): Promise<string> {

@@ -6,7 +6,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../server/cli/main';
+import { runCli } from '../helpers/cli';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { fakeLimactl, type FakeLimactl } from '../helpers/fake-limactl';
 
@@ -15,17 +15,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => {});
 });
 
-async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = { stdout: '', stderr: '' };
-  const io: CliIO = {
-    stdout: (t) => void (out.stdout += t),
-    stderr: (t) => void (out.stderr += t),
-    cwd: '/',
-    untilSignal: () => new Promise(() => {}),
-  };
-  const code = await main(argv, io);
-  return { code, ...out };
-}
+const cli = (argv: string[]) => runCli(argv);
 
 async function setup(): Promise<{ fake: FakeLimactl; dir: string }> {
   const fake = await fakeLimactl();

@@ -6,27 +6,11 @@
  */
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { main, type CliIO } from '../../server/cli/main';
+import { runCli } from '../helpers/cli';
 import { operations } from '../../contract';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-async function cli(argv: string[]): Promise<Run> {
-  const out = { stdout: '', stderr: '' };
-  const io: CliIO = {
-    stdout: (t) => void (out.stdout += t),
-    stderr: (t) => void (out.stderr += t),
-    cwd: '/',
-    untilSignal: () => new Promise(() => {}),
-  };
-  const code = await main(argv, io);
-  return { code, ...out };
-}
+const cli = (argv: string[]) => runCli(argv);
 
 const ECHO = `export default async function handler(input) {
   return { input, version: Number(process.env.SVC_VERSION) };
