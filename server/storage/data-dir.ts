@@ -54,7 +54,8 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
-function isAlive(pid: number, pidStart: string | null): boolean {
+/** The process `pid` runs, and is the same process as when `pidStart` was read (not a reused pid). */
+export function isAlive(pid: number, pidStart: string | null): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {

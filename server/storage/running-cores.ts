@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from './atomic-file';
-import { processStartTime } from './data-dir';
+import { isAlive, processStartTime } from './data-dir';
 
 /**
  * The per-user list of running emulators: each core started by `svc-emu serve` or the desktop app writes
@@ -32,17 +32,6 @@ export function coresDir(env: NodeJS.ProcessEnv = process.env): string {
   if (env.SVC_EMU_RUNTIME_DIR) return env.SVC_EMU_RUNTIME_DIR;
   if (env.XDG_RUNTIME_DIR) return join(env.XDG_RUNTIME_DIR, 'svc-emu', 'cores');
   return join(env.HOME || homedir(), '.local', 'state', 'svc-emu', 'cores');
-}
-
-function alive(pid: number, pidStart: string | null): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  if (pidStart === null) return true;
-  const now = processStartTime(pid);
-  return now === null || now === pidStart;
 }
 
 /** Writes this core's record; the returned function removes it (called at stop). */
@@ -76,7 +65,7 @@ export async function runningCores(dir: string): Promise<(CoreRecord & { file: s
       if (info && Date.now() - info.mtimeMs > UNREADABLE_GRACE_MS) await unlink(file).catch(() => {});
       continue;
     }
-    if (!alive(record.pid, record.pid_start)) {
+    if (!isAlive(record.pid, record.pid_start)) {
       await unlink(file).catch(() => {});
       continue;
     }
