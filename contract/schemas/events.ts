@@ -68,7 +68,7 @@ export const EMU_EVENT_DATA = {
   /** The egress log was emptied. */
   'egress.cleared': z.object({}),
   /** A GUI terminal (the Terminal page) opened, its shell exited, or it was closed. */
-  'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'exited', 'closed']) }),
+  'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'resized', 'exited', 'closed']) }),
   /** The executor VM's operation (create / start / stop) began, printed a line (`line`), or ended. */
   'vm.operation': z.object({
     kind: z.enum(['create', 'start', 'stop']),

@@ -47,7 +47,7 @@ export interface TerminalSessionsOptions {
   /** How long a SIGHUP'd shell has to exit before it and its process group are SIGKILLed (default 1000 ms). */
   killGraceMs?: number;
   /** A terminal opened, its shell exited, or it was closed (the core announces it on the live feed). */
-  onChange?: (id: string, state: 'opened' | 'exited' | 'closed') => void;
+  onChange?: (id: string, state: 'opened' | 'resized' | 'exited' | 'closed') => void;
 }
 
 export const TERMINAL_LIMITS = { maxLive: 8, maxExited: 16, scrollback: 256 * 1024, killGraceMs: 1000 } as const;
@@ -253,6 +253,8 @@ export class TerminalSessions {
 
   resize(id: string, cols: number, rows: number): void {
     this.running(id).resize(cols, rows);
+    // A page that reloads the list on `opened` must not keep the size from before (the GUI's status line).
+    this.opts.onChange?.(id, 'resized');
   }
 
   /** Kills a terminal (if it runs) and forgets it. */
