@@ -267,7 +267,9 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
     const res = await fetch(`${gui.core.url}/v1/invoke/ticker`, {
       method: 'POST',
       headers: { authorization: `Bearer ${gui.core.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
-      body: JSON.stringify({ n: 6 }),
+      // 600 ms between chunks: slower than the page's sampling below even on a loaded machine (at 300 ms a
+      // fresh-clone CI run's page opened late and saw only two counts).
+      body: JSON.stringify({ n: 6, pause_ms: 600 }),
     });
     expect(res.status).toBe(200);
     const id = res.headers.get('x-invocation-id')!;
@@ -297,7 +299,7 @@ describe.skipIf(!!skipReason)('invocation pages', () => {
         }
         return done;
       },
-      8000,
+      15_000,
     );
     expect(seen.length).toBeGreaterThanOrEqual(3);
     expect(seen[0]).toBeLessThan(6);
