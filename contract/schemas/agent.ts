@@ -37,13 +37,10 @@ export const ProviderToolCall = z.object({
   id: z.string().nullable(),
   name: z.string(),
   arguments: z.string().meta({ description: 'As the model sent them (JSON text, possibly partial when the call was cut).' }),
-  result: z
-    .string()
-    .nullable()
-    .meta({
-      description:
-        'What the tool answered, as a later request of the same run carried it back to the model (a `tool` message or a `function_call_output` item); null when none did.',
-    }),
+  result: z.string().nullable().meta({
+    description:
+      'What the tool answered, as a later request of the same run carried it back to the model (a `tool` message or a `function_call_output` item); null when none did.',
+  }),
 });
 
 export const ProviderCall = z

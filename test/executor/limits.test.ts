@@ -222,11 +222,17 @@ describe.each(RUNTIMES)('%s under real limits', (runtime) => {
     const fast = await invoke(core, cpu, { ms: 1000 }, { headers: { ...admin, 'x-emu-limits': 'max_cpu_percent=100' } });
     expect(fast.status, fast.text).toBe(200);
     const u = (await emuInvocation(core, invocationId(fast))).usage;
-    expect(u.cpu_ms / u.duration_ms, `overridden to 100%: ${JSON.stringify(u)}`).toBeGreaterThanOrEqual(0.8);
+    // At the version's 10% the share cannot pass 0.2 (the slow run below); 0.5 is the override, whatever else this
+    // 2-core host runs meanwhile (0.8 measured how idle the host was: a fresh-clone CI run got 0.78, unthrottled).
+    expect(u.cpu_ms / u.duration_ms, `overridden to 100%: ${JSON.stringify(u)}`).toBeGreaterThanOrEqual(0.5);
     const slow = await invoke(core, cpu, { ms: 1000 });
     expect(slow.status, slow.text).toBe(200);
     const u2 = (await emuInvocation(core, invocationId(slow))).usage;
     expect(u2.cpu_ms / u2.duration_ms, `back to the version's 10% (same warm sandbox): ${JSON.stringify(u2)}`).toBeLessThanOrEqual(0.2);
+    // The direct evidence of which cap each run had: the throttled time the kernel counted.
+    expect(u.cpu_throttled_ms, `overridden run: ${JSON.stringify(u)}; version's 10%: ${JSON.stringify(u2)}`).toBeLessThan(
+      u2.cpu_throttled_ms / 4,
+    );
   });
 });
 

@@ -36,7 +36,8 @@ describe.skipIf(!root)('sweep on this host', () => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio: 'ignore' });
     const exited = new Promise((r) => child.once('exit', r));
     // Until the sleeper is in the stale group (the wrapper enters it before exec), not for a fixed time.
-    if (stale.pids) await vi.waitFor(async () => expect(await stale.pids!()).toContain(child.pid));
+    // (Up to 10 s: the 1 s default ran out in a fresh-clone CI run at load ~15.)
+    if (stale.pids) await vi.waitFor(async () => expect(await stale.pids!()).toContain(child.pid), { timeout: 10_000, interval: 20 });
     else await new Promise((r) => child.once('spawn', r));
     const removed = await backend.sweep(isStaleGroup);
     expect(removed).toBeGreaterThanOrEqual(1);
