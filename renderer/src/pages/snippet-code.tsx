@@ -56,7 +56,6 @@ export function CodeTab({ snippet, workspace, folder, rest }: SnippetTabProps) {
       {(v) =>
         v && (
           <VersionFiles
-            key={v.version}
             version={v}
             versions={versions.state === 'ok' ? versions.data : []}
             editorPath={folder && v.source === 'workspace' ? (file: string) => folderPath(workspace, folder, file) : null}
@@ -81,10 +80,11 @@ function VersionFiles({
 }) {
   const files = v.files ?? {};
   const paths = Object.keys(files).sort((a, b) => (a === v.entrypoint ? -1 : b === v.entrypoint ? 1 : a.localeCompare(b)));
-  const [file, setFile] = useState(paths[0] ?? '');
-  useEffect(() => {
-    if (!paths.includes(file)) setFile(paths[0] ?? '');
-  }, [paths, file]);
+  // The file picked in this version; another version opens on its entrypoint (the view itself stays mounted
+  // across versions, so a save's new code replaces the old in place: renderer/src/ui/code-editor.tsx).
+  const [picked, setPicked] = useState<{ version: number; file: string } | null>(null);
+  const file = picked && picked.version === v.version && paths.includes(picked.file) ? picked.file : (paths[0] ?? '');
+  const setFile = (f: string) => setPicked({ version: v.version, file: f });
   const content = files[file] ?? '';
   const choices = versions.length > 0 ? versions.map((x) => x.version) : [v.version];
 

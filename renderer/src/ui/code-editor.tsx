@@ -50,9 +50,12 @@ const highlight = HighlightStyle.define([
 
 export function ReadOnlyCode({ path, content, label, testid }: { path: string; content: string; label: string; testid?: string }) {
   const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView | null>(null);
+  // The view is built once per file (its language and label); new content of the same file (a save making
+  // a new version) replaces the document in place, which is much cheaper than building the view again.
   useEffect(() => {
     if (!host.current) return;
-    const view = new EditorView({
+    const built = new EditorView({
       parent: host.current,
       state: EditorState.create({
         doc: content,
@@ -69,7 +72,17 @@ export function ReadOnlyCode({ path, content, label, testid }: { path: string; c
         ],
       }),
     });
-    return () => view.destroy();
-  }, [path, content, label]);
+    view.current = built;
+    return () => {
+      built.destroy();
+      view.current = null;
+    };
+    // Built for a file: content changes are applied by the effect below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [path, label]);
+  useEffect(() => {
+    const v = view.current;
+    if (v && v.state.doc.toString() !== content) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: content } });
+  }, [content]);
   return <div ref={host} data-testid={testid} />;
 }
