@@ -2,7 +2,17 @@
  * Every /v1, /_emu and meta route of the core, driven over HTTP against a core on port 0 with a temp
  * data dir (issue 2).
  */
-import { afterAll, beforeAll, describe, expect, it, type RunnerTask, type RunnerTestFile, type RunnerTestSuite } from 'vitest';
+import {
+  afterAll,
+  beforeAll,
+  describe,
+  expect,
+  it,
+  onTestFinished,
+  type RunnerTask,
+  type RunnerTestFile,
+  type RunnerTestSuite,
+} from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { allRoutes } from '../../server/api/routes';
 import { BUN_CODE, PY_CODE, expectProblem, newTenant, sleep } from './_util';
@@ -1293,6 +1303,11 @@ describe('the agent run view (the HTTP surface; behaviour in test/agents/agent-s
 describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
   const admin = () => ({ key: core.admin });
   it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {
+    // A HOME of its own, as test/server/terminal.test.ts does: this machine's ~/.bashrc runs `pyenv rehash`, whose
+    // lock file, left by a shell killed mid-start-up, makes every later shell wait (a fresh-clone CI run hung here).
+    const realHome = process.env.HOME;
+    process.env.HOME = await tempDir('svc-emu-routes-home-');
+    onTestFinished(() => void (process.env.HOME = realHome));
     const open = await core.call('POST', '/_emu/terminals', { cols: 90, rows: 20 }, admin());
     expect(open.status, open.text).toBe(201);
     const id = open.json.id as string;

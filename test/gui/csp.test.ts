@@ -12,6 +12,7 @@ import { SCREENSHOTS, skipReason, startGui, type Gui } from '../helpers/gui';
 
 if (skipReason) console.warn(`\n[csp.test] SKIPPING the GUI CSP tests: ${skipReason}\n`);
 
+const realHome = process.env.HOME;
 let gui: Gui;
 let workspace: string;
 
@@ -63,6 +64,9 @@ describe.skipIf(!!skipReason)('the GUI under a CSP without unsafe-inline', () =>
       join(workspace, 'snippets', 'greeter', 'index.ts'),
       'export default async function handler(input) {\n  return { hi: input };\n}\n',
     );
+    // The terminal's shell gets a HOME of its own (as test/gui/terminal.test.ts): this machine's ~/.bashrc is not
+    // this test's business, and a shell stopped mid-`pyenv rehash` would leave its lock there for every later shell.
+    process.env.HOME = await tempDir('svc-emu-csp-home-');
     gui = await startGui({ workspace, config: { terminal: true } });
     const r = await gui.core.call('POST', '/v1/invoke/greeter?env=dev', { a: 1 });
     expect(r.status, r.text).toBe(200);
@@ -70,6 +74,7 @@ describe.skipIf(!!skipReason)('the GUI under a CSP without unsafe-inline', () =>
 
   afterAll(async () => {
     await gui?.close();
+    process.env.HOME = realHome;
     if (workspace) await rm(workspace, { recursive: true, force: true });
   });
 

@@ -7,7 +7,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium, type Browser, type Request } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { PROJECT_ROOT, startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { CHROMIUM, SCREENSHOTS, shownText, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
 
@@ -327,6 +327,11 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
   });
 
   it('Terminal: a shell opened and closed elsewhere (the API, another tab) shows and goes', async () => {
+    // A HOME of its own (as test/gui/terminal.test.ts): a shell closed while this machine's ~/.bashrc still runs
+    // `pyenv rehash` leaves its lock file there, and every later shell on the machine then waits on it.
+    const realHome = process.env.HOME;
+    process.env.HOME = await tempDir('svc-emu-live-home-');
+    onTestFinished(() => void (process.env.HOME = realHome));
     await p.go('terminal');
     await p.page.getByTestId('open-workspace').waitFor();
     const tabs = '[data-testid="term-tabs"] [role="tab"]';
