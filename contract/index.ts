@@ -15,6 +15,7 @@ import * as terminals from './emu/terminals';
 import * as vm from './emu/vm';
 import * as events from './emu/events';
 import * as guiSession from './emu/gui-session';
+import * as cassettes from './emu/cassettes';
 
 /** Only the Operations of a module (a module may also export schemas and helpers). */
 type OperationsOf<M> = { [K in keyof M as M[K] extends { operationId: string; method: string } ? K : never]: M[K] };
@@ -36,6 +37,7 @@ export const operations = {
   ...pick(vm),
   ...pick(events),
   ...pick(guiSession),
+  ...pick(cassettes),
 };
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
@@ -56,3 +58,4 @@ export * from './schemas/terminal';
 export * from './schemas/vm';
 export * from './schemas/events';
 export * from './schemas/agent';
+export * from './schemas/cassette';

@@ -67,6 +67,16 @@ export const EMU_EVENT_DATA = {
   'fault.changed': z.object({ id: z.string().nullable(), state: z.enum(['added', 'removed', 'cleared']) }),
   /** The egress log was emptied. */
   'egress.cleared': z.object({}),
+  /** A cassette was written by a record run, or deleted (contract/schemas/cassette.ts). */
+  'cassette.changed': z.object({
+    tenant_id: z.string(),
+    snippet: z.string(),
+    name: z.string(),
+    state: z.enum(['written', 'deleted']),
+    entries: z.number().int(),
+  }),
+  /** The server's egress mode or replay speed was switched. */
+  'egress.mode': z.object({ mode: z.enum(['live', 'record', 'replay']), replay_speed: z.number() }),
   /** A GUI terminal (the Terminal page) opened, its shell exited, or it was closed. */
   'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'resized', 'exited', 'closed']) }),
   /** The executor VM's operation (create / start / stop) began, printed a line (`line`), or ended. */

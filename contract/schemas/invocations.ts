@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PageQuery, VersionNumber } from './common';
 import { CallbackDelivery, TimelineSample } from './emu';
+import { CASSETTE_NAME_RE, EGRESS_MODES, InvocationEgress } from './cassette';
 
 /** Invocations: the invoke request, the invocation record, and the events of a streamed run. */
 
@@ -117,7 +118,18 @@ export const InvokeHeaders = z.object({
     description:
       'Emulator only: per-run limit overrides, `name=value` pairs of timeout_ms, max_memory_mb, max_cpu_percent (each ≥ 1). Needs `X-Emu-Admin` (else 403 `forbidden`).',
   }),
-  'x-emu-admin': z.string().optional().meta({ description: 'Emulator only: the admin token, which `X-Emu-Limits` needs.' }),
+  'x-emu-egress-mode': z.enum(EGRESS_MODES, { error: 'must be live, record or replay' }).optional().meta({
+    description:
+      'Emulator only: this run’s egress mode — `live` (calls go out), `record` (they go out and are written to the snippet’s cassette), `replay` (answered from the cassette, nothing goes out). Needs `X-Emu-Admin` (else 403 `forbidden`).',
+  }),
+  'x-emu-cassette': z.string().regex(CASSETTE_NAME_RE, 'must be a cassette name: a-z 0-9 . _ -').optional().meta({
+    description:
+      'Emulator only: the cassette this run records to or replays from (default: the snippet’s, else `default`). Needs `X-Emu-Admin`.',
+  }),
+  'x-emu-admin': z
+    .string()
+    .optional()
+    .meta({ description: 'Emulator only: the admin token, which `X-Emu-Limits`, `X-Emu-Egress-Mode` and `X-Emu-Cassette` need.' }),
 });
 
 // ---- the events of a streamed invocation (text/event-stream) -----------------------------------------
@@ -152,6 +164,10 @@ export const EmuInvocation = Invocation.extend({
   }),
   input_truncated: z.boolean().meta({ description: 'The input was over 64 KiB of JSON, so it was not kept (`input` is null).' }),
   overrides: LimitOverrides.nullable().meta({ description: 'The run’s `X-Emu-Limits` overrides (null: none).' }),
+  egress: InvocationEgress.nullable().meta({
+    description:
+      'How the run’s outbound calls were handled: live, recorded or replayed, and how many (null: the run predates egress modes).',
+  }),
 }).meta({ id: 'EmuInvocation' });
 
 export const StreamEventRecord = z

@@ -28,6 +28,7 @@ export const emuRoutes = [
         logs_truncated: rec.logs_truncated,
         timeline: await services.invocations.timeline(rec),
         ...(await services.invocations.stored(rec)),
+        egress: rec.egress ?? null,
       },
     };
   }),

@@ -339,7 +339,7 @@ export class InvocationService {
 
   liveBlobs(db: { invocations: readonly InvocationRecord[] }): string[] {
     return db.invocations.flatMap((i) =>
-      [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob, i.stored_input_blob, i.agent_blob].filter(
+      [i.output_blob, i.logs_blob, i.timeline_blob, i.input_blob, i.events_blob, i.stored_input_blob, i.agent_blob, i.egress_blob].filter(
         (b): b is string => !!b,
       ),
     );

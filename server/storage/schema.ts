@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { InvocationEgress, SnippetEgress } from '../../contract/schemas/cassette';
 
 /**
  * The shape of `db.json`. Parsed with these schemas on every load, so a hand-edited file that no longer
@@ -65,6 +66,8 @@ export const VersionRecord = z.object({
   max_memory_mb: z.number().int().min(1),
   max_cpu_percent: z.number().int().min(1),
   source: z.enum(['api', 'workspace']),
+  /** `egress` of the snippet.json the version was made from (workspace versions only; contract/schemas/cassette.ts). */
+  egress: SnippetEgress.optional(),
   created_at: isoTime,
 });
 
@@ -195,6 +198,13 @@ export const InvocationRecord = z.object({
   events_blob: blobHash.optional(),
   /** Agent steps and graph the frameworks reported (server/services/agent-steps.ts; a blob; emulator only). */
   agent_blob: blobHash.optional(),
+  /** How the run's outbound calls were handled (live / record / replay) and their counts (emulator only). */
+  egress: InvocationEgress.optional(),
+  /**
+   * The run's outbound calls as HAR entries (a JSON array of contract/schemas/cassette.ts HarEntry, redacted,
+   * bodies capped), in a blob: what the run report embeds and `import-report` turns back into a cassette.
+   */
+  egress_blob: blobHash.optional(),
   /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
   queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */
