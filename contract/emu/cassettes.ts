@@ -72,3 +72,18 @@ export const emuDeleteCassette = defineOperation({
   query: TenantQuery,
   responses: { 204: noContent, ...problems(400, 401, 404) },
 });
+
+export const emuPutCassette = defineOperation({
+  operationId: 'emuPutCassette',
+  method: 'put',
+  path: '/_emu/snippets/{id}/cassettes/{name}',
+  auth: 'admin',
+  tag: 'Emulator',
+  summary: 'Write a whole cassette (what `import-report` and state import use); replaces one of the same name',
+  description:
+    'The body is a cassette as `GET` answers it. It is checked like a file read from disk (HAR 1.2 with the `_svcEmu` extension, docs/cassettes.md); credentials are redacted again with this tenant’s secrets before it is written.',
+  params: CassetteRef,
+  query: TenantQuery,
+  body: Cassette,
+  responses: { 200: ok('What was written.', CassetteSummary), ...problems(400, 401, 404, 415, 422) },
+});

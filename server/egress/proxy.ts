@@ -66,6 +66,12 @@ export class EgressProxy {
   private readonly http = createHttpServer();
   private readonly listener: Server;
   private readonly who = new WeakMap<Duplex, EgressIdentity>();
+  /**
+   * A CONNECT tunnel whose TLS the core terminates (record and replay of HTTPS: server/egress/tls/): the
+   * decrypted socket is handed to the HTTP server like a relay connection, marked with the origin it was
+   * opened to, so `forward` sees origin-form requests (`GET /v1/…`) and rebuilds `https://host:port/…`.
+   */
+  private readonly tlsOrigin = new WeakMap<Duplex, { host: string; port: number }>();
   private readonly sockets = new Set<Socket>();
 
   constructor(
