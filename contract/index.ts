@@ -16,6 +16,8 @@ import * as vm from './emu/vm';
 import * as events from './emu/events';
 import * as guiSession from './emu/gui-session';
 import * as cassettes from './emu/cassettes';
+import * as state from './emu/state';
+import * as report from './emu/report';
 
 /** Only the Operations of a module (a module may also export schemas and helpers). */
 type OperationsOf<M> = { [K in keyof M as M[K] extends { operationId: string; method: string } ? K : never]: M[K] };
@@ -38,6 +40,8 @@ export const operations = {
   ...pick(events),
   ...pick(guiSession),
   ...pick(cassettes),
+  ...pick(state),
+  ...pick(report),
 };
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
@@ -59,3 +63,4 @@ export * from './schemas/vm';
 export * from './schemas/events';
 export * from './schemas/agent';
 export * from './schemas/cassette';
+export * from './schemas/report';

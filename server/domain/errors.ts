@@ -19,11 +19,11 @@ export interface FieldError {
 /** Every kind of refusal, with the codes each may carry (the first is its default). */
 export const DOMAIN_CODES = {
   not_found: ['not_found'],
-  conflict: ['conflict', 'too_many_terminals', 'terminal_exited', 'terminal_target_unavailable', 'gc_unavailable'],
+  conflict: ['conflict', 'state_not_empty', 'too_many_terminals', 'terminal_exited', 'terminal_target_unavailable', 'gc_unavailable'],
   /** The request's own shape (a cursor this API never returned): the caller must not retry it as is. */
   invalid_request: ['validation_failed'],
   /** The values are understood but refused. */
-  validation_failed: ['validation_failed', 'callback_url_refused', 'idempotency_key_reused'],
+  validation_failed: ['validation_failed', 'callback_url_refused', 'idempotency_key_reused', 'invalid_report', 'archive_invalid', 'passphrase_required', 'passphrase_wrong'],
   limit_exceeds_tenant_cap: ['limit_exceeds_tenant_cap'],
   payload_too_large: ['payload_too_large'],
   rate_limited: ['rate_limited'],

@@ -36,6 +36,7 @@ export const DOMAIN_PROBLEMS: { [K in DomainErrorKind]: DomainProblem<K> } = {
       validation_failed: 'Validation failed',
       callback_url_refused: 'Callback URL refused',
       idempotency_key_reused: 'Idempotency-Key reused',
+      invalid_report: 'Not a run report',
     },
   },
   limit_exceeds_tenant_cap: { status: 422, titles: { limit_exceeds_tenant_cap: 'Limit exceeds the tenant cap' } },

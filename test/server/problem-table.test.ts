@@ -180,6 +180,7 @@ describe('the domain → HTTP table', () => {
       validation_failed: [400, 422],
       callback_url_refused: [422],
       idempotency_key_reused: [422],
+      invalid_report: [422],
       limit_exceeds_tenant_cap: [422],
       payload_too_large: [413],
       rate_limited: [429],
