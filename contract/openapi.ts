@@ -118,7 +118,15 @@ export function buildOpenApi(all: readonly Operation[] = Object.values(operation
               content: { 'application/json': { schema: stripSchemaKeyword(inSlots[`${i}.body`]!) } },
             },
           }
-        : {}),
+        : op.rawBody
+          ? {
+              requestBody: {
+                required: true,
+                description: op.rawBody.description,
+                content: { [op.rawBody.contentType]: { schema: { type: 'string', format: 'binary', maxLength: op.rawBody.maxBytes } } },
+              },
+            }
+          : {}),
       responses,
     };
   });

@@ -48,6 +48,11 @@ export interface Operation<
   /** The JSON body; `bodyOptional` lets an empty body through as `{}`. */
   body?: B;
   bodyOptional?: boolean;
+  /**
+   * A body that is not JSON (an archive's bytes): the handler reads it itself, up to `maxBytes`
+   * (server/http/body.ts readRawBody); the document describes it as `contentType`, binary.
+   */
+  rawBody?: { contentType: string; description: string; maxBytes: number };
   /** Request headers the operation reads (lower-case names), validated like the rest of the request. */
   headers?: H;
   responses: R;
