@@ -23,6 +23,7 @@ export const DOMAIN_PROBLEMS: { [K in DomainErrorKind]: DomainProblem<K> } = {
     status: 409,
     titles: {
       conflict: 'Conflict',
+      state_not_empty: 'The state is not empty',
       too_many_terminals: 'Too many terminals',
       terminal_exited: 'Terminal exited',
       terminal_target_unavailable: 'Terminal target unavailable',
@@ -37,6 +38,9 @@ export const DOMAIN_PROBLEMS: { [K in DomainErrorKind]: DomainProblem<K> } = {
       callback_url_refused: 'Callback URL refused',
       idempotency_key_reused: 'Idempotency-Key reused',
       invalid_report: 'Not a run report',
+      archive_invalid: 'Not a usable state archive',
+      passphrase_required: 'The archive’s secrets need its passphrase',
+      passphrase_wrong: 'Wrong passphrase',
     },
   },
   limit_exceeds_tenant_cap: { status: 422, titles: { limit_exceeds_tenant_cap: 'Limit exceeds the tenant cap' } },

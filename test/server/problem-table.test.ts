@@ -173,6 +173,7 @@ describe('the domain → HTTP table', () => {
     expect(domainProblemStatuses()).toEqual({
       not_found: [404],
       conflict: [409],
+      state_not_empty: [409],
       too_many_terminals: [409],
       terminal_exited: [409],
       terminal_target_unavailable: [409],
@@ -181,6 +182,9 @@ describe('the domain → HTTP table', () => {
       callback_url_refused: [422],
       idempotency_key_reused: [422],
       invalid_report: [422],
+      archive_invalid: [422],
+      passphrase_required: [422],
+      passphrase_wrong: [422],
       limit_exceeds_tenant_cap: [422],
       payload_too_large: [413],
       rate_limited: [429],
