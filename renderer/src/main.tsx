@@ -12,6 +12,7 @@ import { createApi } from './api';
 import { AppProviders, LiveIndicator } from './live-react';
 import { href, navigate, useRoute } from './router';
 import { PAGES } from './pages/registry';
+import { EgressModeBadge } from './pages/egress-mode';
 import { EmptyState, Loading } from './ui/kit';
 import { goShortcuts, ShortcutsHelp, useShortcuts } from './ui/shortcuts';
 
@@ -138,6 +139,7 @@ function Shell({ info }: { info: EmulatorInfo }) {
               Snippet Emulator
             </a>
             <LiveIndicator />
+            <EgressModeBadge />
             <button
               ref={menuButton}
               type="button"

@@ -10,6 +10,7 @@ import { EmptyState, PageHeader, ProblemNotice, Show, when } from '../ui/kit';
 import { useLiveLoad } from '../live-react';
 import { ConfirmButton, Field } from '../ui/controls';
 import type { EgressEntry, NewFaultRule } from '../types';
+import { EgressModeSwitch } from './egress-mode';
 import './operator.css';
 
 type FaultAction = NewFaultRule['action'];
@@ -86,6 +87,8 @@ export function Egress(_props: { params: string[] }) {
         the profile, and slowed or failed by the fault rules.
       </p>
       {error !== null && <ProblemNotice error={error} />}
+
+      <EgressModeSwitch />
 
       <Show loaded={log}>{(l) => <Profile profile={l.profile} allow={l.allow} />}</Show>
 

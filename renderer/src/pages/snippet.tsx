@@ -1,5 +1,5 @@
-// A snippet: its header (runtime, latest version, where it runs, where it comes from) and four tabs as
-// links — Code, Versions, Settings, Run — on `#/snippet/{name}[/code|versions|settings|run]`.
+// A snippet: its header (runtime, latest version, where it runs, where it comes from) and five tabs as
+// links — Code, Versions, Settings, Run, Cassettes — on `#/snippet/{name}[/code|versions|settings|run|cassettes]`.
 import { ProblemError } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
@@ -10,6 +10,7 @@ import { CodeTab } from './snippet-code';
 import { SettingsTab } from './snippet-settings';
 import { RunTab } from './snippet-run';
 import { VersionsTab } from './snippet-versions';
+import { CassettesTab } from './cassettes';
 import { getSnippet, getWorkspace, where, type FolderStatus, type Snippet, type WorkspaceView } from './snippet-data';
 import { EnvChips, FolderTag, RuntimeTag } from './snippet-ui';
 import './snippets.css';
@@ -19,6 +20,7 @@ const TABS = [
   { id: 'versions', label: 'Versions' },
   { id: 'settings', label: 'Settings' },
   { id: 'run', label: 'Run' },
+  { id: 'cassettes', label: 'Cassettes' },
 ] as const;
 type TabId = (typeof TABS)[number]['id'];
 
@@ -94,6 +96,7 @@ export function SnippetPage({ params }: { params: string[] }) {
         {tab === 'versions' && <VersionsTab {...props} />}
         {tab === 'settings' && <SettingsTab {...props} />}
         {tab === 'run' && <RunTab {...props} />}
+        {tab === 'cassettes' && <CassettesTab {...props} />}
       </div>
     </div>
   );
