@@ -38,6 +38,8 @@ export interface RunRequest {
   query: { env?: string; version?: string };
   body: Record<string, unknown>;
   limits: string;
+  /** This run's egress mode and cassette (`X-Emu-Egress-Mode`, `X-Emu-Cassette`; `''`: the snippet's or the server's). */
+  egress?: { mode: '' | 'live' | 'record' | 'replay'; cassette: string };
 }
 
 export interface HeldRun {
@@ -58,6 +60,8 @@ export interface RunDraft {
   overrides: Record<'timeout_ms' | 'max_memory_mb' | 'max_cpu_percent', string>;
   /** What the form was last prefilled from (`#/snippet/NAME/run/from/ID`), so it is applied once. */
   from: string | null;
+  /** The run's egress choice (absent: the snippet's or the server's mode). */
+  egress?: RunRequest['egress'];
 }
 
 export const FINISHED = new Set(['succeeded', 'failed']);
@@ -144,14 +148,18 @@ export class RunHolder {
       try {
         const headers: Record<string, string> = {};
         if (req.mode !== 'sync') headers['X-Invoke-Mode'] = req.mode;
-        if (req.limits) {
+        const egressMode = req.egress?.mode ?? '';
+        const cassette = req.egress?.cassette.trim() ?? '';
+        if (req.limits || egressMode || cassette) {
           const token = await adminToken();
           if (!token) {
             throw new Error(
-              'Per-run limit overrides need the admin token, and this session has none: open the URL printed by npm start again.',
+              'Per-run limit overrides and egress modes need the admin token, and this session has none: open the URL printed by npm start again.',
             );
           }
-          headers['X-Emu-Limits'] = req.limits;
+          if (req.limits) headers['X-Emu-Limits'] = req.limits;
+          if (egressMode) headers['X-Emu-Egress-Mode'] = egressMode;
+          if (cassette) headers['X-Emu-Cassette'] = cassette;
           headers['X-Emu-Admin'] = token;
         }
         const t0 = performance.now();

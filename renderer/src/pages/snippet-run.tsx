@@ -1,6 +1,7 @@
 // Run: invoke the snippet with a JSON input, sync / async / stream, on an environment or an explicit
 // version, with per-run limit overrides for QA (`X-Emu-Limits`, sent with the admin token as
-// `X-Emu-Admin`). Sync shows the answer; async shows the 202, then the record once the live feed says the
+// `X-Emu-Admin`), and the run's egress mode and cassette (`X-Emu-Egress-Mode`, `X-Emu-Cassette`, the same way).
+// Sync shows the answer; async shows the 202, then the record once the live feed says the
 // run finished; stream shows the events as they arrive. The run itself is held by the tab (renderer/src/
 // runs.ts), not this page: leaving for the live inspector (or anywhere) never ends it; Cancel does.
 // Overrides reset after each run unless "Pin" is checked (kept per snippet in localStorage).
@@ -9,14 +10,18 @@ import { useEffect, useState } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
 import { href } from '../router';
-import { useLiveEvent } from '../live-react';
-import { FINISHED, runs, useHeldRun, type Mode, type Result, type RunDraft, type RunMeta } from '../runs';
+import { useLiveEvent, useLiveLoad } from '../live-react';
+import { snippetOf } from '../live';
+import { FINISHED, runs, useHeldRun, type Mode, type Result, type RunDraft, type RunMeta, type RunRequest } from '../runs';
 import { describeError, Json, OutcomeBadge, ProblemNotice, useLoad } from '../ui/kit';
 import { adminToken, envOrder, getDeployments, getVersions, LIMIT_FIELDS, type Limits } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
 import './snippet-run.css';
 
 type Overrides = Record<keyof Limits, string>;
+type EgressChoice = NonNullable<RunRequest['egress']>;
+const NO_EGRESS: EgressChoice = { mode: '', cassette: '' };
+const CASSETTE_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 const NO_OVERRIDES: Overrides = { timeout_ms: '', max_memory_mb: '', max_cpu_percent: '' };
 
 /** Why the input cannot be sent, or null. */
@@ -90,6 +95,14 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
   const [overrides, setOverrides] = useState<Overrides>(initial.pin ?? initial.draft?.overrides ?? NO_OVERRIDES);
   const [pinned, setPinned] = useState(initial.pin !== null);
   const [from, setFrom] = useState<string | null>(initial.draft?.from ?? null);
+  const [egress, setEgress] = useState<EgressChoice>(initial.draft?.egress ?? NO_EGRESS);
+  // The snippet's cassettes, offered for the cassette field (refreshed when a record run writes one).
+  const [cassettes] = useLiveLoad(
+    async () => (await api.client.call(operations.emuListCassettes, { params: { id: name } })).data.map((c) => c.name),
+    [api, name],
+    ['cassette.changed'],
+    (e) => snippetOf(e) === name,
+  );
   const [prefill, setPrefill] = useState<{ id: string; note: string | null } | { id: string; error: unknown } | null>(null);
   const held = useHeldRun(name);
   const running = held?.running ?? false;
@@ -97,9 +110,9 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
 
   // The form outlives the page (coming back finds it as it was left); a pin outlives the tab.
   useEffect(() => {
-    const draft: RunDraft = { input, mode, target, overrides, from };
+    const draft: RunDraft = { input, mode, target, overrides, from, egress };
     runs.saveDraft(name, draft);
-  }, [name, input, mode, target, overrides, from]);
+  }, [name, input, mode, target, overrides, from, egress]);
   useEffect(() => writePin(name, pinned ? overrides : null), [name, pinned, overrides]);
 
   // "Edit and run": #/snippet/NAME/run/from/ID fills the form from that invocation, once.
@@ -117,6 +130,8 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
         setMode(inv.mode);
         setTarget(inv.env ? `ve:${inv.version}:${inv.env}` : `v:${inv.version}`);
         setOverrides({ ...NO_OVERRIDES, ...Object.fromEntries(Object.entries(inv.overrides ?? {}).map(([k, v]) => [k, String(v)])) });
+        // A run that chose its own egress mode gets it again (with its cassette); otherwise the default.
+        setEgress(inv.egress?.source === 'run' ? { mode: inv.egress.mode, cassette: inv.egress.cassette ?? '' } : NO_EGRESS);
         setFrom(fromId);
         setPrefill({
           id: fromId,
@@ -153,13 +168,16 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
   const limitsHeader = LIMIT_FIELDS.filter((f) => overrides[f.key].trim() !== '')
     .map((f) => `${f.key}=${Number(overrides[f.key].trim())}`)
     .join(',');
-  const canRun = !running && inputError === null && overrideErrors.length === 0 && snippet.latest_version !== null;
+  const cassetteError =
+    egress.cassette.trim() === '' || CASSETTE_RE.test(egress.cassette.trim()) ? null : 'a-z 0-9 . _ -, starting with a letter or digit';
+  const canRun =
+    !running && inputError === null && overrideErrors.length === 0 && cassetteError === null && snippet.latest_version !== null;
 
   function run() {
     if (!canRun) return;
     const body = input.trim() === '' ? {} : (JSON.parse(input) as Record<string, unknown>);
     if (!pinned) setOverrides(NO_OVERRIDES); // per-run: the next run has none unless pinned
-    void runs.start(api, { snippet: name, mode, query: queryOf(target), body, limits: limitsHeader }, adminToken);
+    void runs.start(api, { snippet: name, mode, query: queryOf(target), body, limits: limitsHeader, egress }, adminToken);
   }
 
   const deployments = targets.state === 'ok' ? targets.data.deployments : [];
@@ -246,6 +264,48 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
                 ))}
               </optgroup>
             </select>
+            <fieldset className="sn-overrides" data-testid="run-egress">
+              <legend>Outbound calls (emulator only)</legend>
+              <div className="sn-overrides-grid">
+                <label className="sn-override">
+                  <span>Egress mode</span>
+                  <select
+                    value={egress.mode}
+                    onChange={(e) => setEgress((g) => ({ ...g, mode: e.target.value as EgressChoice['mode'] }))}
+                    data-testid="run-egress-mode"
+                  >
+                    <option value="">Default (snippet.json, else the server’s)</option>
+                    <option value="live">live — calls go out</option>
+                    <option value="record">record — go out and write the cassette</option>
+                    <option value="replay">replay — answer from the cassette</option>
+                  </select>
+                </label>
+                <label className="sn-override">
+                  <span>Cassette</span>
+                  <input
+                    list="run-cassettes"
+                    value={egress.cassette}
+                    placeholder="default"
+                    spellCheck={false}
+                    autoComplete="off"
+                    onChange={(e) => setEgress((g) => ({ ...g, cassette: e.target.value }))}
+                    aria-invalid={cassetteError ? true : undefined}
+                    data-testid="run-cassette"
+                  />
+                  <datalist id="run-cassettes">
+                    {(cassettes.state === 'ok' ? cassettes.data : []).map((c) => (
+                      <option key={c} value={c} />
+                    ))}
+                  </datalist>
+                </label>
+              </div>
+              <p className="muted">
+                Sent as X-Emu-Egress-Mode and X-Emu-Cassette with the admin token; blank keeps the snippet&apos;s own (<code>egress</code>{' '}
+                in snippet.json) or the server&apos;s mode (the <a href={href('egress')}>Egress</a> page).{' '}
+                <a href={href('snippet', name, 'cassettes')}>Cassettes</a>
+              </p>
+              {cassetteError && <div className="sn-problem">Cassette: {cassetteError}</div>}
+            </fieldset>
             <fieldset className="sn-overrides">
               <legend>Per-run limit overrides (emulator only)</legend>
               <p className="muted">
@@ -310,6 +370,17 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
             </button>
           )}
           <span className="muted sn-kbd-hint">Ctrl+Enter runs</span>
+          {egress.mode && (
+            <span className="sn-override-note" data-testid="egress-note">
+              egress <code>{egress.mode}</code>
+              {egress.cassette.trim() && (
+                <>
+                  {' '}
+                  from cassette <code>{egress.cassette.trim()}</code>
+                </>
+              )}
+            </span>
+          )}
           {limitsHeader && (
             <span className="sn-override-note" data-testid="override-note">
               with X-Emu-Limits: <code>{limitsHeader}</code>
