@@ -105,6 +105,8 @@ export interface CassetteStore {
    * keys, then are appended as a new episode. One writer per file at a time (calls are chained).
    */
   merge(ref: CassetteRef, entries: readonly HarEntry[], match: CassetteMatch): Promise<CassetteFile>;
+  /** Writes a whole cassette, replacing one of the same name (PUT, state import): check and redact it first. */
+  write(ref: CassetteRef, cassette: Cassette): Promise<CassetteFile>;
   list(tenant: string, snippet: string): Promise<CassetteFile[]>;
   remove(ref: CassetteRef): Promise<boolean>;
 }
