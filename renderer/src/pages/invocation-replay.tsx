@@ -33,7 +33,19 @@ export function runAgainRequest(inv: InvocationDetail): RunRequest | { missing: 
     query: { version: String(inv.version), ...(inv.env ? { env: inv.env } : {}) },
     body,
     limits,
+    egress: egressAgain(inv),
   };
+}
+
+/**
+ * The egress a rerun gets: an imported report's run (its cassette `report-<id>`, written by import-report)
+ * replays from that cassette; a run that chose its own mode gets it again; any other run the default.
+ */
+function egressAgain(inv: InvocationDetail): RunRequest['egress'] {
+  const e = inv.egress;
+  if (!e) return undefined;
+  if (e.cassette?.startsWith('report-')) return { mode: 'replay', cassette: e.cassette };
+  return e.source === 'run' ? { mode: e.mode, cassette: e.cassette ?? '' } : undefined;
 }
 
 export function RunAgain({ inv }: { inv: InvocationDetail }) {

@@ -1,6 +1,7 @@
 // One invocation (`#/invocation/{id}`): what ran and how it ended, usage against the limits, the
 // memory/CPU timeline with the stream's events on it, output or error, logs, parity warnings, the callback
-// and its deliveries; Cancel while it runs, Redeliver for a callback, Run again / Edit and run. Admin view
+// and its deliveries, its outbound calls (live / recorded / replayed); Cancel while it runs, Redeliver for a
+// callback, Run again / Edit and run, Download report (one HTML file, once it has ended). Admin view
 // (GET /_emu/invocations/{id}) plus the tenant's logs (GET /v1/invocations/{id}/logs); read again when the
 // live feed says it started, finished, made a step or a callback attempt (no polling).
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
@@ -25,6 +26,8 @@ import {
 import { TimelineChart } from './invocation-timeline';
 import { AgentSection } from './agent-view';
 import { RunAgain } from './invocation-replay';
+import { EgressCard } from './invocation-egress';
+import { ReportButton } from './report-download';
 import './invocations.css';
 import { useLiveEvent } from '../live-react';
 
@@ -147,6 +150,7 @@ export function InvocationPage({ params }: { params: string[] }) {
             {running ? 'Watch live' : 'Open in stream inspector'}
           </a>
         )}
+        {!running && <ReportButton ids={[inv.id]} />}
         {running && (
           <button
             type="button"
@@ -333,6 +337,8 @@ export function InvocationPage({ params }: { params: string[] }) {
           </p>
         )}
       </section>
+
+      <EgressCard inv={inv} />
 
       {inv.callback && <Callback inv={inv} busy={action.busy === 'redeliver'} onRedeliver={() => void act('redeliver')} />}
 

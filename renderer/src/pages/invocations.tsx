@@ -1,7 +1,8 @@
 // Invocations: the local tenant's history, newest first (GET /v1/invocations), filtered by snippet and
 // status, a page of 50 at a time. Each row opens the invocation. New runs and their outcomes show as they
 // happen (the live feed's `invocation.*` events). Filters live in the hash's query (`#/invocations?snippet=hello&status=failed`), so other pages
-// can link to a filtered history.
+// can link to a filtered history. "Select for a report": tick runs, then "Report" saves one HTML file for
+// the selection (GET /_emu/report?ids=…).
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { operations } from '../api';
 import { useApp } from '../context';
@@ -10,6 +11,7 @@ import { EmptyState, Loading, OutcomeBadge, PageHeader, ProblemNotice } from '..
 import { ago, dur, elapsed, fullTime, isRunning, LiveDot, mb, ModeTag, useNow, type Invocation } from './invocation-common';
 import { useLiveRefresh } from '../live-react';
 import { snippetOf } from '../live';
+import { REPORT_MAX, ReportButton } from './report-download';
 import './invocations.css';
 
 const PAGE = 50;
@@ -44,6 +46,9 @@ export function Invocations(_props: { params: string[] }) {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState<'refresh' | 'more' | null>(null);
   const [snippets, setSnippets] = useState<string[]>([]);
+  const [selecting, setSelecting] = useState(false);
+  const [selected, setSelected] = useState<string[]>([]);
+  const toggle = (id: string) => setSelected((s) => (s.includes(id) ? s.filter((x) => x !== id) : [...s, id]));
   const seq = useRef(0);
   const count = useRef(0);
   count.current = rows?.length ?? 0;
@@ -149,6 +154,18 @@ export function Invocations(_props: { params: string[] }) {
   return (
     <div className="inv-page">
       <PageHeader title="Invocations">
+        <button
+          type="button"
+          className="inv-btn"
+          data-testid="select-toggle"
+          aria-pressed={selecting}
+          onClick={() => {
+            setSelecting((on) => !on);
+            setSelected([]);
+          }}
+        >
+          {selecting ? 'Done selecting' : 'Select for a report'}
+        </button>
         <button type="button" className="inv-btn" data-testid="refresh" onClick={() => void refresh(true)} disabled={busy !== null}>
           {busy === 'refresh' ? 'Refreshing…' : 'Refresh'}
         </button>
@@ -195,6 +212,35 @@ export function Invocations(_props: { params: string[] }) {
         </span>
       </div>
 
+      {selecting && (
+        <div className="inv-selectbar" data-testid="selectbar">
+          <span aria-live="polite" data-testid="selected-count">
+            {selected.length} selected{selected.length > REPORT_MAX ? ` (a report holds at most ${REPORT_MAX})` : ''}
+          </span>
+          <ReportButton ids={selected} label="Report" testid="report-selection" />
+          {rows && rows.length > 0 && (
+            <button
+              type="button"
+              className="inv-btn inv-btn-quiet"
+              onClick={() =>
+                setSelected(
+                  rows
+                    .filter((r) => !isRunning(r))
+                    .slice(0, REPORT_MAX)
+                    .map((r) => r.id),
+                )
+              }
+            >
+              Select the first {Math.min(REPORT_MAX, rows.filter((r) => !isRunning(r)).length)} ended
+            </button>
+          )}
+          {selected.length > 0 && (
+            <button type="button" className="inv-btn inv-btn-quiet" onClick={() => setSelected([])}>
+              Clear
+            </button>
+          )}
+        </div>
+      )}
       {error !== null && <ProblemNotice error={error} title="Could not load invocations" />}
       {rows === null && error === null && <Loading />}
       {rows !== null &&
@@ -214,7 +260,19 @@ export function Invocations(_props: { params: string[] }) {
           </div>
           <ul className="inv-list" data-testid="invocations-list" aria-label="Invocations, newest first">
             {rows.map((r) => (
-              <li key={r.id}>
+              <li key={r.id} className={selecting ? 'inv-selectable' : undefined}>
+                {selecting && (
+                  <label className="inv-select">
+                    <input
+                      type="checkbox"
+                      checked={selected.includes(r.id)}
+                      onChange={() => toggle(r.id)}
+                      aria-label={`Select ${r.snippet} v${r.version} (${r.id}) for the report`}
+                      data-testid="select-invocation"
+                      data-id={r.id}
+                    />
+                  </label>
+                )}
                 <Row inv={r} now={now} />
               </li>
             ))}
