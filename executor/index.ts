@@ -68,6 +68,8 @@ export async function createLocalHost(opts: {
   spares?: number | SparePlan | SpareMode;
   /** The core's egress proxy socket (absolute host path); see CreateExecutorOptions.egressSocket. */
   egressSocket?: string | null;
+  /** The TLS roots runners trust; see CreateExecutorOptions.caBundle. */
+  caBundle?: string | null;
   onSpare?: LocalHostOptions['onSpare'];
   /**
    * Spares start once this settles (the core passes its listening): started at once, their forks and their runtimes'
@@ -105,6 +107,7 @@ export async function createLocalHost(opts: {
     transport: opts.transport,
     spares: typeof opts.spares === 'string' ? SPARE_PLANS[opts.spares] : (opts.spares ?? 1),
     egressSocket: opts.egressSocket ?? null,
+    caBundle: opts.caBundle ?? null,
     ...(opts.onSpare ? { onSpare: opts.onSpare } : {}),
   });
   await host.sweep();
@@ -197,6 +200,12 @@ export interface CreateExecutorOptions {
    */
   egressSocket?: string | null;
   /**
+   * A PEM file (absolute host path) of the TLS roots runners trust: the host's roots and the core's egress CA,
+   * so a recording or replaying run's HTTPS, whose TLS the core terminates, verifies (LocalHostOptions.caBundle).
+   * Not used behind an agent (the file is on this host). Unset: the runtimes' own roots.
+   */
+  caBundle?: string | null;
+  /**
    * Spare runners started ahead (executor/local-host.ts, SPARE_PLANS): `all` adds one per runtime that has imported
    * its framework (a Mastra or LangGraph cold start in milliseconds, ~0.1 GB each and ~0.4–1 s of CPU per start),
    * `plain` (the default here) only plain ones, `none` none. serve and the desktop app default to `all`.
@@ -231,6 +240,7 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
       projectRoot: root,
       workDir: opts.workDir,
       egressSocket: opts.egressSocket ?? null,
+      caBundle: opts.caBundle ?? null,
       // Behind an agent this host only finds the runtimes (for the code checker): it starts no spares.
       spares: opts.agentArgv ? 'none' : (opts.spares ?? 'plain'),
       ...(opts.sparesAfter ? { sparesAfter: opts.sparesAfter } : {}),

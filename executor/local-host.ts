@@ -58,6 +58,12 @@ export interface LocalHostOptions {
    * bubblewrap) and relay their HTTP(S)_PROXY traffic to it. Unset: runners get no proxy.
    */
   egressSocket?: string | null;
+  /**
+   * A PEM file of the TLS roots runners trust (the host's roots and the core's egress CA, for record and replay
+   * of HTTPS: docs/security.md "The egress CA"). Bound read-only at CA_BUNDLE_IN_SANDBOX under bubblewrap and
+   * named by SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and NODE_EXTRA_CA_CERTS. Unset: the defaults.
+   */
+  caBundle?: string | null;
   /** housekeep(): a temp bundle dir untouched this long is a leftover whoever made it (default 10 min). */
   leftoverAgeMs?: number;
   /** Told when a spare starts and when one dies unclaimed (why, and whether another replaces it): a log line, a test's event. */
@@ -113,6 +119,10 @@ export type SpareEvent =
 
 /** Where a sandbox sees the egress proxy's socket (/run is a tmpfs of the sandbox: bwrap can bind onto it). */
 export const EGRESS_SOCKET_IN_SANDBOX = '/run/svc-egress.sock';
+/** Where a sandbox sees the TLS roots it trusts (LocalHostOptions.caBundle). */
+export const CA_BUNDLE_IN_SANDBOX = '/etc/svc-emu-ca-bundle.pem';
+/** The variables naming the TLS roots: OpenSSL (Python's ssl, urllib, httpx), requests, curl, Bun and Node. */
+export const CA_BUNDLE_VARS = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS'] as const;
 
 /** A spare's memory limit until it is claimed (then the version's own limit applies). */
 const SPARE_MEMORY_MB = 1024;
@@ -315,7 +325,9 @@ export class LocalSandboxHost implements SandboxHost {
   }
 
   private environment(): Record<string, string> {
-    const { egressSocket, bwrap } = this.opts;
+    const { egressSocket, bwrap, caBundle } = this.opts;
+    // A bundle that is not there is not named (a sandbox could not start with a bind of it): the defaults apply.
+    const bundle = caBundle && existsSync(caBundle) ? (bwrap ? CA_BUNDLE_IN_SANDBOX : caBundle) : null;
     return {
       PATH: '/usr/local/bin:/usr/bin:/bin',
       HOME: '/tmp',
@@ -327,6 +339,7 @@ export class LocalSandboxHost implements SandboxHost {
       BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0',
       // The runner relays HTTP(S)_PROXY traffic to it (and sets those variables itself, before any tenant code).
       ...(egressSocket ? { SVC_EGRESS_SOCKET: bwrap ? EGRESS_SOCKET_IN_SANDBOX : egressSocket } : {}),
+      ...(bundle ? Object.fromEntries(CA_BUNDLE_VARS.map((k) => [k, bundle])) : {}),
     };
   }
 
@@ -362,6 +375,8 @@ export class LocalSandboxHost implements SandboxHost {
     if (bwrap) {
       const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
       const extra: Bind[] = [...(await this.identity())];
+      // The TLS roots named in the environment (certificates only: the egress CA's key stays in the data dir).
+      if (this.opts.caBundle && existsSync(this.opts.caBundle)) extra.push({ src: this.opts.caBundle, dest: CA_BUNDLE_IN_SANDBOX });
       if (runtime === 'bun') {
         binds.push({ src: dirname(runtimes.bun.nodeModules), dest: dirname(runtimes.bun.nodeModules) });
         // Snippets resolve shared packages from /opt/svc/app upwards: /opt/svc/node_modules.

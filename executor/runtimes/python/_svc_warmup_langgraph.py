@@ -9,8 +9,9 @@ any bundle is given, and drops this module afterwards).
    client, loading the system CA file each time (~17 ms under OpenSSL 3.0; ChatOpenAI's first use makes 8: sync
    and async clients, each with the relay's proxy mounts). The spare builds a few with httpcore2's own function,
    and `default_ssl_context` hands each one out once, to the first callers that would have built the same thing
-   (no SSL_CERT_FILE / SSL_CERT_DIR in the environment at the call); past those, or with either variable set, it
-   builds one as before. Every caller still gets a new context of its own, from the same CA file, with the same
+   (SSL_CERT_FILE / SSL_CERT_DIR at the call as they were in the spare's environment: the core names its CA
+   bundle there, docs/security.md "The egress CA"); past those, or with either variable changed, it builds one
+   as before. Every caller still gets a new context of its own, from the same CA file, with the same
    settings: only when it was built differs (docs/parity.md, "Spare runners (cold starts)").
 
 It leaves nothing a snippet could see beyond the framework's own caches: no env var, no file, no socket, no
@@ -32,12 +33,14 @@ def prebuild_ssl_contexts(n=SSL_CONTEXTS_AHEAD):
     original = _ssl.default_ssl_context
     if getattr(original, "_svc_ahead", None) is not None:
         return 0
-    # Built as a call with no SSL_CERT_FILE / SSL_CERT_DIR would build it (the spare's environment has neither).
-    ahead = [original(_trust_env=False) for _ in range(n)]
+    # Built as a call in the spare's environment would build it (SSL_CERT_FILE names the core's CA bundle, if any).
+    trust = lambda: (os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)  # noqa: E731
+    built_for = trust()
+    ahead = [original() for _ in range(n)]
 
     @functools.wraps(original)
     def default_ssl_context(*, _trust_env=True):
-        if _trust_env and (os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR")):
+        if (trust() if _trust_env else (None, None)) != built_for:
             return original(_trust_env=_trust_env)
         try:
             return ahead.pop()  # atomic under the GIL: each one goes to one caller
