@@ -13,6 +13,7 @@ import { Inbox } from './inbox';
 import { Egress } from './egress';
 import { Tenants } from './tenants';
 import { Parity } from './parity';
+import { StatePage } from './state';
 
 // xterm.js is a third of the GUI's code and only this page needs it: it loads when first opened.
 const Terminal = lazy(() => import('./terminal').then((m) => ({ default: m.Terminal })));
@@ -37,5 +38,6 @@ export const PAGES: PageDef[] = [
   { page: 'egress', nav: 'Egress', component: Egress },
   { page: 'terminal', nav: 'Terminal', component: Terminal },
   { page: 'tenants', nav: 'Tenants and caps', component: Tenants },
+  { page: 'data', nav: 'Export / import', component: StatePage },
   { page: 'parity', nav: 'Parity status', component: Parity },
 ];
