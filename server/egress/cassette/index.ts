@@ -5,7 +5,7 @@
  */
 export * from './types';
 export { createRedactor, secretMarker, CREDENTIAL_HEADERS, REDACTED_VALUE, MIN_SECRET_LENGTH, type ByteRedactor } from './redact';
-export { createTape, DEFAULT_MAX_BODY_BYTES, TRUNCATED_NOTE, type TapeOptions } from './tape';
+export { createTape, redactEntry, redactCassette, DEFAULT_MAX_BODY_BYTES, TRUNCATED_NOTE, type TapeOptions } from './tape';
 export { normalise, differences, matchInputOfEntry, type MatchInput, type NormalisedRequest } from './match';
 export { createPlayer, playEntry, type PlayerOptions } from './player';
 export { FileCassetteStore, summarize, type FileCassetteStoreOptions } from './store';

@@ -54,6 +54,7 @@ function formsOf(name: string, value: string): Form[] {
   const uri = encodeURIComponent(value);
   texts.add(uri);
   texts.add(uri.replace(/%20/g, '+'));
+  texts.add(new URLSearchParams({ v: value }).toString().slice(2)); // a form's encoding (`'` → %27, space → +)
   texts.add(JSON.stringify(value).slice(1, -1));
   const raw = Buffer.from(value, 'utf8');
   for (let k = 0; k < 3; k++) {

@@ -61,7 +61,7 @@ export class FileCassetteStore implements CassetteStore {
   /**
    * Writes a whole cassette (replacing one of the same name): what `PUT …/cassettes/{name}` and state
    * import use. The caller checks and redacts it first (server/egress/cassette/har.ts `checkCassette`,
-   * `redactCassette`).
+   * server/egress/cassette/tape.ts `redactEntry` on each entry).
    */
   write(ref: CassetteRef, cassette: Cassette): Promise<CassetteFile> {
     const path = this.pathOf(ref);

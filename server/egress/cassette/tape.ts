@@ -1,5 +1,5 @@
 import type { HarEntry } from '../../../contract/schemas/cassette';
-import { bodyToHar } from './har';
+import { bodyToHar, harBodyBytes } from './har';
 import { mapOffset, unique, type ByteRedactor, type Span } from './redact';
 import type { CallRequest, CallResponseHead, Redactor, Tape, TapeCall } from './types';
 
@@ -222,4 +222,70 @@ export function createTape(opts: TapeOptions): Tape {
       return all.sort((a, b) => a._svcEmu.seq - b._svcEmu.seq);
     },
   };
+}
+
+/**
+ * Redacts an entry that did not come from a tape of this core (a cassette sent over the API, imported with
+ * a state archive, or a browser's HAR): the same rules as a tape's, applied again; chunk boundaries move
+ * with the replacements. An entry with nothing to redact comes back unchanged.
+ */
+export function redactEntry(entry: HarEntry, redactor: Redactor): HarEntry {
+  const replaced: string[] = [...entry._svcEmu.redacted];
+  const t = (s: string): string => {
+    const r = redactor.text(s);
+    replaced.push(...r.replaced);
+    return r.text;
+  };
+  const hdrs = (list: HarEntry['request']['headers']) => {
+    const r = redactor.headers(
+      list.map((h) => [h.name, h.value]),
+      [],
+    );
+    replaced.push(...r.replaced);
+    return list.map((h, i) => ({ ...h, value: r.headers[i]?.[1] ?? h.value }));
+  };
+  const body = (text: string | undefined, encoding: string | undefined) => {
+    const raw = harBodyBytes(text, encoding);
+    const out = redactBody(redactor, raw);
+    replaced.push(...out.replaced);
+    return { raw, out };
+  };
+  const request = { ...entry.request, url: t(entry.request.url), headers: hdrs(entry.request.headers) };
+  request.queryString = entry.request.queryString.map((q) => ({ ...q, name: t(q.name), value: t(q.value) }));
+  if (entry.request.postData?.text) {
+    const { out } = body(entry.request.postData.text, entry.request.postData.encoding);
+    const har = bodyToHar(out.bytes);
+    const { encoding: _drop, ...rest } = entry.request.postData;
+    void _drop;
+    request.postData = { ...rest, ...har };
+  }
+  const content = entry.response.content;
+  let chunks = entry._svcEmu.chunks;
+  let newContent = content;
+  if (content.text) {
+    const { out } = body(content.text, content.encoding);
+    if (out.spans.length > 0 || out.replaced.length > 0) {
+      const { encoding: _drop, text: _text, ...rest } = content;
+      void _drop;
+      void _text;
+      newContent = { ...rest, ...bodyToHar(out.bytes), size: out.bytes.length };
+      const sizes = chunkSizes(
+        chunks.map((c) => c.bytes),
+        out.spans,
+        out.bytes.length,
+      );
+      chunks = chunks.map((c, i) => ({ ...c, bytes: sizes[i] ?? 0 }));
+    }
+  }
+  return {
+    ...entry,
+    request,
+    response: { ...entry.response, headers: hdrs(entry.response.headers), content: newContent },
+    _svcEmu: { ...entry._svcEmu, chunks, redacted: unique(replaced) },
+  };
+}
+
+/** Every entry of a cassette redacted again (a cassette sent over the API or imported). */
+export function redactCassette<C extends { log: { entries: HarEntry[] } }>(cassette: C, redactor: Redactor): C {
+  return { ...cassette, log: { ...cassette.log, entries: cassette.log.entries.map((e) => redactEntry(e, redactor)) } };
 }
