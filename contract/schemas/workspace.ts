@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SnippetEgress } from './cassette';
 
 /**
  * What `/_emu/workspace` answers (and the GUI's Snippets page shows): which folder became which version,
@@ -56,6 +57,9 @@ export const FolderStatus = z
       description: 'How long the load that made this status took (read, validate/compile, store, deploy), for loaded and unchanged.',
     }),
     notes: z.array(z.string()),
+    egress: SnippetEgress.nullable().optional().meta({
+      description: 'The `egress` of the snippet.json the last good load read (record/replay mode, cassette, matchers); null: none.',
+    }),
     skipped: z.array(SkippedEntry).meta({
       description:
         'Entries of the folder that were not read (FIFOs, sockets, devices, symlinks out of the workspace, ' +

@@ -1,6 +1,7 @@
 // Settings: the three limits of the snippet, prefilled from the latest version, with the tenant's caps
 // beside them. A value that is not an integer ≥ 1, or is above its cap, is refused here before anything
 // is sent. Saving creates a new version with the same code and these limits, optionally deploying it.
+// Below: the snippet's own egress settings (snippet.json's `egress`, snippet-egress.tsx).
 import { useState } from 'react';
 import { operations, ProblemError } from '../api';
 import { useApp } from '../context';
@@ -20,6 +21,7 @@ import {
   type Version,
 } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
+import { SnippetEgressCard } from './snippet-egress';
 
 export function SettingsTab({ snippet, folder, refresh }: SnippetTabProps) {
   const { api } = useApp();
@@ -42,26 +44,29 @@ export function SettingsTab({ snippet, folder, refresh }: SnippetTabProps) {
   );
 
   return (
-    <Show loaded={loaded}>
-      {({ version, caps, environments }) =>
-        version === null ? (
-          <EmptyState title="No version yet">Limits belong to a version: create the first one, then set its limits here.</EmptyState>
-        ) : (
-          <SettingsForm
-            key={version.version}
-            snippetName={snippet.name}
-            base={version}
-            caps={caps}
-            environments={environments}
-            fromWorkspace={folder !== null}
-            outcome={outcome}
-            setOutcome={setOutcome}
-            onSaved={refresh}
-            onCapsChanged={reload}
-          />
-        )
-      }
-    </Show>
+    <>
+      <Show loaded={loaded}>
+        {({ version, caps, environments }) =>
+          version === null ? (
+            <EmptyState title="No version yet">Limits belong to a version: create the first one, then set its limits here.</EmptyState>
+          ) : (
+            <SettingsForm
+              key={version.version}
+              snippetName={snippet.name}
+              base={version}
+              caps={caps}
+              environments={environments}
+              fromWorkspace={folder !== null}
+              outcome={outcome}
+              setOutcome={setOutcome}
+              onSaved={refresh}
+              onCapsChanged={reload}
+            />
+          )
+        }
+      </Show>
+      <SnippetEgressCard snippet={snippet.name} folder={folder} />
+    </>
   );
 }
 
