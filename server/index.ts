@@ -28,6 +28,7 @@ import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
 import { GuiSession, SESSION_COOKIE } from './services/gui-session';
 import { EventBus } from './events/bus';
+import { ReportService, reportCassetteWriter } from './report';
 
 export type { EmulatorConfig } from './config';
 export { DataDirError, DataDirInUseError } from './errors';
@@ -236,6 +237,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       vm,
       connectAgent: config.executorAgent && !input.executor ? () => executor.reconnect() : null,
       terminals,
+      report: new ReportService(deps, domain, { emulator: EMULATOR_VERSION, writeCassette: () => reportCassetteWriter(domain) }),
     };
     cleanup.push(() => vm.close()); // a create or start in the middle is stopped with the core
     cleanup.push(() => terminals.sessions?.closeAll()); // every shell killed (SIGHUP, then SIGKILL)

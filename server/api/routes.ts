@@ -11,6 +11,7 @@ import { vmRoutes } from './vm';
 import { guiSessionRoutes } from './gui-session';
 import { eventRoutes } from './events';
 import { agentRoutes } from './agent';
+import { reportRoutes } from './report';
 
 export const allRoutes: RouteDef[] = [
   ...metaRoutes,
@@ -25,4 +26,5 @@ export const allRoutes: RouteDef[] = [
   ...guiSessionRoutes,
   ...eventRoutes,
   ...agentRoutes,
+  ...reportRoutes,
 ];

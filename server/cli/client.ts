@@ -11,6 +11,7 @@ import {
 } from '../../contract/client';
 import { operations as ops } from '../../contract';
 import { OUTCOMES } from '../../contract/schemas/invocations';
+import { REPORT_CASSETTE_PREFIX } from '../../contract/schemas/report';
 import type { EmuEventData } from '../../contract/schemas/events';
 import type { Target } from './locate';
 import { followEvents, type FollowState } from '../../contract/events-client';
@@ -799,6 +800,7 @@ interface ReplaySource {
   input_truncated: boolean;
   overrides: Record<string, number> | null;
   callback: { url: string } | null;
+  egress?: { mode: string; cassette: string | null } | null;
 }
 
 /** Runs an invocation again: its snippet, version, env, mode and X-Emu-Limits overrides, with its stored input (or --data). */
@@ -838,9 +840,12 @@ async function replay(conn: Connection, io: ClientIO, json: boolean, a: ReplayAr
       : null;
   const token = conn.admin.options.adminToken;
   const headers: Record<string, string> = limits && token ? { 'x-emu-limits': limits, 'x-emu-admin': token } : {};
+  // An invocation imported from a run report (server/report/import.ts) reruns against its report's cassette, nothing going out.
+  const reportCassette = src.egress?.cassette?.startsWith(REPORT_CASSETTE_PREFIX) ? src.egress.cassette : null;
+  if (reportCassette && token) Object.assign(headers, { 'x-emu-egress-mode': 'replay', 'x-emu-cassette': reportCassette, 'x-emu-admin': token });
   if (!json)
     io.stderr(
-      `replaying ${a.id}: ${src.snippet} v${src.version}${src.env ? ` env ${src.env}` : ''}, ${mode}${limits ? `, overrides ${limits}` : ''}\n`,
+      `replaying ${a.id}: ${src.snippet} v${src.version}${src.env ? ` env ${src.env}` : ''}, ${mode}${limits ? `, overrides ${limits}` : ''}${reportCassette ? `, outbound calls replayed from cassette ${reportCassette}` : ''}\n`,
     );
   return invoke(conn, io, json, {
     snippet: src.snippet,

@@ -15,6 +15,7 @@ import { quarantineDir, readQuarantine } from '../storage/quarantine';
 import { EMULATOR_VERSION } from '../version';
 import { openOperator, openOperatorAt, type Operator } from './operator';
 import { CLIENT_ACCEPTS, CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
+import { isReportCommand, REPORT_ACCEPTS, REPORT_OPTIONS, REPORT_USAGE, runReportCommand } from './report';
 import { terminalLogging } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
@@ -63,6 +64,7 @@ Usage:
 ${LIMA_USAGE}
 ${GUI_TOKEN_USAGE}
 ${CLIENT_USAGE}
+${REPORT_USAGE}
 ${INIT_USAGE}
 ${COMPLETION_USAGE}
 
@@ -102,6 +104,7 @@ const OPTIONS = {
   'max-cpu-percent': { type: 'string' },
   'max-concurrency': { type: 'string' },
   ...CLIENT_OPTIONS,
+  ...REPORT_OPTIONS,
   ...INIT_OPTIONS,
 } as const;
 
@@ -119,6 +122,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   completion: [],
   'gui-token': [],
   ...CLIENT_ACCEPTS,
+  ...REPORT_ACCEPTS,
 };
 /** serve takes every flag no other command claims (so a flag added for serve needs no entry here). */
 const SERVE_FLAGS = Object.keys(OPTIONS).filter(
@@ -251,6 +255,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       }
       default:
         if (isClientCommand(cmd)) return await runClient(cmd, positionals.slice(1), values, target, io);
+        if (isReportCommand(cmd)) return await runReportCommand(cmd, positionals.slice(1), values, target, io);
         throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (err) {

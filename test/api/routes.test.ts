@@ -1300,6 +1300,24 @@ describe('the agent run view (the HTTP surface; behaviour in test/agents/agent-s
   });
 });
 
+describe('the run report (the HTTP surface; behaviour in test/report/report.test.ts)', () => {
+  it('GET /_emu/report is one HTML attachment; POST /_emu/report/import makes a version and an imported invocation', async () => {
+    await createSnippet('report-route');
+    await createVersion('report-route');
+    const run = await core.call('POST', '/v1/invoke/report-route', { a: 1 });
+    expect(run.status, run.text).toBe(200);
+    const id = run.headers.get('x-invocation-id')!;
+    const r = await core.call('GET', `/_emu/report?ids=${id}`, undefined, { key: core.admin });
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers.get('content-disposition')).toMatch(/^attachment; filename="svc-emu-report-/);
+    const imported = await core.call('POST', '/_emu/report/import', { html: r.text }, { key: core.admin });
+    expect(imported.status, imported.text).toBe(201);
+    expect(imported.json.invocations[0]).toMatchObject({ source_id: id, snippet: 'report-route', version: 2, outcome: 'success' });
+    expectProblem(await core.call('POST', '/_emu/report/import', { html: '<p>hi</p>' }, { key: core.admin }), 422, 'invalid_report');
+    expectProblem(await core.call('GET', `/_emu/report?ids=${id}`, undefined, { key: null }), 401, 'unauthenticated');
+  });
+});
+
 describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
   const admin = () => ({ key: core.admin });
   it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {
