@@ -1,0 +1,217 @@
+// The GUI of record/replay, run reports and export/import, in a real browser (Chromium) against a real core
+// with a real Bun runner: the Egress page's mode switch and the sidebar badge (which follows a switch made
+// through the API without a reload); a run recorded through the API shows in the snippet's Cassettes tab and
+// its calls open (redaction marked) and download as .har; the Run panel's egress choice replays it (the
+// invocation page shows it); a report downloads as HTML, for one run and for a selection; an export
+// downloads an archive, and a damaged archive's import shows the core's refusal. Screenshots land in
+// test/.tmp/gui/.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFile } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
+import type { Download, Locator } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { shownText, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
+
+if (skipReason) console.warn(`\n[record-replay gui test] SKIPPING: ${skipReason}\n`);
+
+/** Calls the given URL (through the egress proxy: HTTP_PROXY) and returns what it answered. */
+const CALLER = `export default async function handler(input: { url: string }) {
+  const res = await fetch(input.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ q: 'weather' }) });
+  return { status: res.status, body: await res.text() };
+}
+`;
+
+let gui: Gui;
+let p: GuiPage;
+let upstream: Server;
+let upstreamUrl: string;
+let upstreamHits = 0;
+
+async function api(method: string, path: string, body?: unknown, headers?: Record<string, string>) {
+  const res = await gui.core.call(method, path, body, { key: path.startsWith('/_emu') ? gui.core.admin : undefined, headers });
+  expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(300);
+  return res.json;
+}
+
+const text = (locator: Locator, what: string) => shownText(p, locator, what);
+
+async function saved(download: Download): Promise<Buffer> {
+  const path = await download.path();
+  return readFile(path);
+}
+
+describe.skipIf(!!skipReason)('record / replay, reports and export / import in the GUI', () => {
+  beforeAll(async () => {
+    // A provider on loopback that streams its answer in three chunks (the cassette keeps their timing).
+    upstream = createServer((req, res) => {
+      upstreamHits++;
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('sunny ');
+        setTimeout(() => res.write('and '), 30);
+        setTimeout(() => res.end('warm'), 60);
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/forecast?city=oslo`;
+    gui = await startGui();
+    p = await gui.open();
+    await api('POST', '/v1/snippets', { name: 'caller', runtime: 'bun' });
+    await api('POST', '/v1/snippets/caller/versions', { code: CALLER });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gui?.close();
+    await new Promise((r) => upstream?.close(r));
+  });
+
+  it('the mode switch sets /_emu/egress/mode; the badge follows a switch made elsewhere, without a reload', async () => {
+    await p.go('egress');
+    const badge = p.page.getByTestId('egress-mode-badge');
+    await p.page.getByTestId('egress-mode-live').waitFor();
+    expect(await badge.count()).toBe(0); // live: no badge
+    expect(await p.page.getByTestId('egress-mode-live').getAttribute('aria-checked')).toBe('true');
+
+    await p.page.getByTestId('egress-mode-replay').click();
+    await until('the server in replay mode', async () => (await api('GET', '/_emu/egress/mode')).mode === 'replay');
+    expect(await text(badge, 'the replay badge')).toContain('Replaying from cassettes');
+    await p.page.getByTestId('egress-replay-speed').selectOption('2');
+    await until('replay speed 2', async () => (await api('GET', '/_emu/egress/mode')).replay_speed === 2);
+    expect(await text(badge, 'the badge with its speed')).toContain('2×');
+    await p.screenshot('egress-mode-replay');
+
+    // From elsewhere (the API, as the CLI does): the badge changes by the live feed, on another page too.
+    await p.go('snippets');
+    await api('PUT', '/_emu/egress/mode', { mode: 'record', replay_speed: 1 });
+    await until('the record badge', async () => (await badge.count()) === 1 && (await badge.getAttribute('data-mode')) === 'record');
+    expect(await badge.innerText()).toContain('Recording');
+    await api('PUT', '/_emu/egress/mode', { mode: 'live' });
+    await until('the badge gone', async () => (await badge.count()) === 0);
+    expect(p.errors).toEqual([]);
+  }, 60_000);
+
+  it('a run recorded through the API shows in the Cassettes tab; its calls open, download as .har; the Run panel replays it', async () => {
+    await p.go('snippet/caller/cassettes');
+    await text(p.page.getByTestId('empty').filter({ hasText: 'No cassettes yet' }), 'the empty cassette list');
+
+    // Recorded through the API: the run's own X-Emu-Egress-Mode (admin) — the list follows cassette.changed.
+    const rec = await gui.core.call('POST', '/v1/invoke/caller', { url: upstreamUrl }, {
+      headers: { 'x-emu-egress-mode': 'record', 'x-emu-admin': gui.core.admin },
+    });
+    expect(rec.status, rec.text).toBe(200);
+    expect(rec.json.body).toBe('sunny and warm');
+    const recId = rec.headers.get('x-invocation-id')!;
+    const row = p.page.locator('[data-testid="cassette-row"][data-name="default"]');
+    await text(row, 'the recorded cassette in the list');
+    expect(await row.getByTestId('cassette-entries').innerText()).toBe('1');
+
+    const [har] = await Promise.all([p.page.waitForEvent('download'), row.getByTestId('cassette-download').click()]);
+    expect(har.suggestedFilename()).toBe('caller-default.har');
+    const doc = JSON.parse((await saved(har)).toString('utf8'));
+    expect(doc.log.version).toBe('1.2');
+    expect(doc.log.entries).toHaveLength(1);
+
+    await row.getByTestId('cassette-open').click();
+    const entry = p.page.getByTestId('cassette-entry').first();
+    expect(await text(entry, 'the recorded call')).toContain('POST');
+    expect(await entry.innerText()).toContain('/forecast?city=oslo');
+    expect(await entry.getByTestId('cassette-entry-status').innerText()).toBe('200');
+    expect(await entry.getByTestId('cassette-strip').locator('line').count()).toBeGreaterThan(1); // axis + a tick per chunk
+    await entry.locator('summary').first().click();
+    expect(await text(entry.getByTestId('cassette-response-body'), 'the response body')).toContain('sunny and warm');
+    expect(await entry.getByTestId('cassette-request-body').innerText()).toContain('weather');
+    await p.screenshot('cassette-open');
+
+    // The recording run's page says what happened to its calls.
+    await p.go(`invocation/${recId}`);
+    const card = p.page.getByTestId('inv-egress');
+    expect(await text(card, 'the outbound calls card')).toContain('record');
+    expect(await card.getByTestId('egress-counts').innerText()).toMatch(/1 made.*1 recorded/);
+
+    // The Run panel replays it: the upstream is not called again.
+    const hits = upstreamHits;
+    await p.go('snippet/caller/run');
+    await p.page.getByTestId('run-input').fill(JSON.stringify({ url: upstreamUrl }));
+    await p.page.getByTestId('run-egress-mode').selectOption('replay');
+    expect(await text(p.page.getByTestId('egress-note'), 'the egress note')).toContain('replay');
+    await p.page.getByTestId('run').click();
+    expect(await text(p.page.getByTestId('run-output'), 'the replayed output')).toContain('sunny and warm');
+    expect(upstreamHits).toBe(hits);
+    await p.page.getByTestId('run-invocation').click();
+    const replayed = p.page.getByTestId('inv-egress');
+    expect(await text(replayed, 'the replayed run’s card')).toContain('chosen by this run');
+    expect(await replayed.getByTestId('egress-counts').innerText()).toMatch(/1 replayed/);
+    expect(p.errors).toEqual([]);
+  }, 90_000);
+
+  it('a report downloads as one HTML file, for one run and for a selection', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      const r = await gui.core.call('POST', '/v1/invoke/caller', { url: upstreamUrl });
+      ids.push(r.headers.get('x-invocation-id')!);
+    }
+    await p.go(`invocation/${ids[0]}`);
+    const [one] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('download-report').click()]);
+    expect(one.suggestedFilename()).toMatch(/\.html$/);
+    const html = (await saved(one)).toString('utf8');
+    expect(html.slice(0, 200).toLowerCase()).toContain('<!doctype html');
+    expect(html).toContain(ids[0]);
+
+    await p.go('invocations');
+    await p.page.getByTestId('select-toggle').click();
+    for (const id of ids) await p.page.locator(`[data-testid="select-invocation"][data-id="${id}"]`).check();
+    expect(await p.page.getByTestId('selected-count').innerText()).toContain('2 selected');
+    const [both] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('report-selection').click()]);
+    const html2 = (await saved(both)).toString('utf8');
+    for (const id of ids) expect(html2).toContain(id);
+    await p.screenshot('invocations-report-selection');
+    expect(p.errors).toEqual([]);
+  }, 60_000);
+
+  it('export downloads an archive (secrets left out, said); a damaged archive’s import shows the refusal and changes nothing', async () => {
+    await api('PUT', '/v1/secrets/WEATHER_KEY', { value: 'wk-live-8d7f6e5d4c3b2a19' });
+    const seen = p.errors.length;
+    await p.go('data');
+    expect(await text(p.page.getByTestId('export-secrets-warning'), 'the secrets warning')).toContain('No secret values');
+    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    expect(file.suggestedFilename()).toMatch(/\.svcemu$/);
+    const archive = await saved(file);
+    expect(archive[0]).toBe(0x1f); // gzip
+    expect(archive[1]).toBe(0x8b);
+    expect(gunzipSync(archive).includes(Buffer.from('wk-live-8d7f6e5d4c3b2a19'))).toBe(false);
+    expect(await text(p.page.getByTestId('export-done'), 'the export note')).toContain('secrets left out');
+
+    // The passphrase is typed twice: two different ones are refused before anything is sent.
+    await p.page.getByTestId('export-with-secrets').check();
+    await p.page.getByTestId('export-passphrase').fill('correct horse battery');
+    await p.page.getByTestId('export-passphrase-again').fill('correct horse battery staple');
+    await p.page.getByTestId('export-submit').click();
+    await text(p.page.getByText('The two passphrases differ'), 'the mismatch');
+
+    // A damaged archive: the real one, cut in half. Its manifest still reads (it is first), the core refuses it.
+    const snippetsBefore = (await api('GET', '/v1/snippets')).data.map((s: { name: string }) => s.name);
+    await p.page.getByTestId('import-file').setInputFiles({
+      name: 'damaged.svcemu',
+      mimeType: 'application/gzip',
+      buffer: archive.subarray(0, Math.floor(archive.length / 2)),
+    });
+    await p.page.getByTestId('import-submit').click();
+    expect(await text(p.page.getByTestId('import-confirm-box'), 'the confirmation')).toContain('kept aside');
+    await p.page.getByTestId('import-confirm').click();
+    const refusal = p.page.getByRole('alert').filter({ hasText: 'The archive was not imported' });
+    expect(await text(refusal, 'the refusal')).toContain('archive_invalid');
+    await p.screenshot('data-import-refused');
+    expect((await api('GET', '/v1/snippets')).data.map((s: { name: string }) => s.name)).toEqual(snippetsBefore);
+
+    // A file that is no archive at all says so before the upload, and the core's answer says what to fix.
+    await p.page.getByTestId('import-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an archive') });
+    expect(await text(p.page.getByTestId('import-preview-unreadable'), 'the preview note')).toContain('not gzip');
+    // The refused upload logged a 422 in the console (the browser's "Failed to load resource"): that is the
+    // test's point, so it is taken off the page's list (the other tests here share the page and expect none).
+    const mine = p.errors.splice(seen);
+    expect(mine.filter((e) => !/status of 422/.test(e))).toEqual([]);
+    expect(mine.length).toBeGreaterThan(0);
+  }, 60_000);
+});
