@@ -28,6 +28,8 @@ import { Housekeeper, sweepDataDir } from './housekeeping';
 import { join } from 'node:path';
 import { GuiSession, SESSION_COOKIE } from './services/gui-session';
 import { EventBus } from './events/bus';
+import { StateService } from './state/service';
+import { liveParts } from './state/wiring';
 import { ReportService, reportCassetteWriter } from './report';
 
 export type { EmulatorConfig } from './config';
@@ -210,8 +212,11 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
             }),
         })
       : null;
+    // Export and import of the whole state while this core runs (server/state/).
+    const state = new StateService(deps, liveParts(domain, { rules: egressRules, dataDir: paths.root }));
     const services: Services = {
       ...domain,
+      state,
       events,
       executor,
       facts: {
@@ -246,6 +251,8 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       services.async.close();
       services.callbacks.close();
     });
+    // What an import on the files (svc-emu import, no core running) left for this start: fault rules, inbox answers, cassettes.
+    for (const note of await state.applyPending()) logger.log('warn', 'state import', { note });
     await services.async.recover();
     const local = await services.tenants.ensureLocal();
     if (loader) {

@@ -11,6 +11,7 @@ import { vmRoutes } from './vm';
 import { guiSessionRoutes } from './gui-session';
 import { eventRoutes } from './events';
 import { agentRoutes } from './agent';
+import { stateRoutes } from './state';
 import { reportRoutes } from './report';
 
 export const allRoutes: RouteDef[] = [
@@ -26,5 +27,6 @@ export const allRoutes: RouteDef[] = [
   ...guiSessionRoutes,
   ...eventRoutes,
   ...agentRoutes,
+  ...stateRoutes,
   ...reportRoutes,
 ];

@@ -16,6 +16,7 @@ import { EMULATOR_VERSION } from '../version';
 import { openOperator, openOperatorAt, type Operator } from './operator';
 import { CLIENT_ACCEPTS, CLIENT_OPTIONS, CLIENT_USAGE, isClientCommand, runClient } from './client';
 import { isReportCommand, REPORT_ACCEPTS, REPORT_OPTIONS, REPORT_USAGE, runReportCommand } from './report';
+import { isStateCommand, runStateCommand, STATE_ACCEPTS, STATE_OPTIONS, STATE_USAGE } from './state';
 import { terminalLogging } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
@@ -65,6 +66,7 @@ ${LIMA_USAGE}
 ${GUI_TOKEN_USAGE}
 ${CLIENT_USAGE}
 ${REPORT_USAGE}
+${STATE_USAGE}
 ${INIT_USAGE}
 ${COMPLETION_USAGE}
 
@@ -105,6 +107,7 @@ const OPTIONS = {
   'max-concurrency': { type: 'string' },
   ...CLIENT_OPTIONS,
   ...REPORT_OPTIONS,
+  ...STATE_OPTIONS,
   ...INIT_OPTIONS,
 } as const;
 
@@ -123,6 +126,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   'gui-token': [],
   ...CLIENT_ACCEPTS,
   ...REPORT_ACCEPTS,
+  ...STATE_ACCEPTS,
 };
 /** serve takes every flag no other command claims (so a flag added for serve needs no entry here). */
 const SERVE_FLAGS = Object.keys(OPTIONS).filter(
@@ -256,6 +260,7 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       default:
         if (isClientCommand(cmd)) return await runClient(cmd, positionals.slice(1), values, target, io);
         if (isReportCommand(cmd)) return await runReportCommand(cmd, positionals.slice(1), values, target, io);
+        if (isStateCommand(cmd)) return await runStateCommand(cmd, positionals.slice(1), values, target, io);
         throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (err) {

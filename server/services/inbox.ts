@@ -172,6 +172,36 @@ export class InboxService {
     return this.response(name);
   }
 
+  /** For a state export: each inbox's file as it stands between two appends (read under its chain), and the chosen answers. */
+  async snapshot(): Promise<{ files: Map<string, Buffer>; responses: Record<string, InboxResponse> }> {
+    const files = new Map<string, Buffer>();
+    const names = (await readdir(this.dir).catch(() => [] as string[])).filter((f) => f.endsWith('.jsonl')).map((f) => f.slice(0, -6));
+    for (const name of names.sort()) {
+      const data = await this.serial(name, () => readFile(this.file(name)).catch(() => null));
+      if (data) files.set(name, data);
+    }
+    return { files, responses: Object.fromEntries([...this.responses].map(([k, v]) => [k, { ...v }])) };
+  }
+
+  /** After a state import into a running core: the inboxes as the archive had them (the files are in place already, or given here). */
+  async restore(files: Map<string, Buffer> | null, responses: Record<string, InboxResponse>): Promise<void> {
+    const names = new Set([...this.cache.keys(), ...(files?.keys() ?? [])]);
+    for (const name of names) {
+      await this.serial(name, async () => {
+        this.cache.delete(name);
+        if (!files) return;
+        await rm(this.file(name), { force: true });
+        const data = files.get(name);
+        if (data) {
+          await mkdir(this.dir, { recursive: true, mode: 0o700 });
+          await writeFileAtomic(this.file(name), data, 0o600);
+        }
+      });
+    }
+    this.responses.clear();
+    for (const [name, r] of Object.entries(responses)) this.responses.set(name, { ...r });
+  }
+
   /** Tries every tenant's signing secrets: the inbox does not know whose callback it got. */
   private check(headers: Record<string, string>, body: string): InboxDelivery['signature'] {
     const now = Math.floor(this.clock().getTime() / 1000);

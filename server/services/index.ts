@@ -23,6 +23,7 @@ import type { WorkspaceView } from '../workspace/loader';
 import type { TerminalAccess } from '../terminal/sessions';
 import type { EventBus } from '../events/bus';
 import type { GuiSession } from './gui-session';
+import type { StateService } from '../state/service';
 import type { ReportService } from '../report';
 
 /** Facts about this emulator process that routes report (GET /_emu/info, doctor). */
@@ -77,6 +78,8 @@ export interface Services extends DomainServices {
   readonly connectAgent: (() => Promise<void>) | null;
   /** The GUI's terminals (`/_emu/terminals`), or why they are off. */
   readonly terminals: TerminalAccess;
+  /** Export and import of the whole state (`/_emu/state`: server/state/). */
+  readonly state: StateService;
   /** The run report and import-report (`/_emu/report`: server/report/). */
   readonly report: ReportService;
 }

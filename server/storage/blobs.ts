@@ -13,6 +13,8 @@ export class BlobStore {
   /** Puts in flight, and a sweep in progress: the two never overlap (see `sweep`). */
   private readonly puts = new Set<Promise<string>>();
   private sweeping: Promise<number> | null = null;
+  /** Blobs a state export is copying (server/state/service.ts): no sweep removes them until unpinned. */
+  private readonly pinned = new Map<string, number>();
 
   constructor(private readonly dir: string) {}
 
@@ -60,6 +62,22 @@ export class BlobStore {
     return this.sweeping;
   }
 
+  /** Keeps `hashes` from every sweep until the returned function is called (counted: pins may overlap). */
+  pin(hashes: Iterable<string>): () => void {
+    const held = [...new Set(hashes)];
+    for (const h of held) this.pinned.set(h, (this.pinned.get(h) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const h of held) {
+        const n = (this.pinned.get(h) ?? 1) - 1;
+        if (n > 0) this.pinned.set(h, n);
+        else this.pinned.delete(h);
+      }
+    };
+  }
+
   async get(hash: string): Promise<Buffer> {
     return readFile(this.pathOf(hash));
   }
@@ -76,7 +94,7 @@ export class BlobStore {
       const shardDir = join(this.dir, shard);
       const names = await readdir(shardDir).catch(() => [] as string[]);
       for (const name of names) {
-        if (live.has(name)) continue;
+        if (live.has(name) || this.pinned.has(name)) continue;
         const path = join(shardDir, name);
         const info = await stat(path).catch(() => null);
         if (info && now - info.mtimeMs >= minAgeMs) {

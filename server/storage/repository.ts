@@ -231,6 +231,17 @@ export class Repository {
     return this.next;
   }
 
+  /**
+   * A state import into the running core (server/state/service.ts): the whole document replaced in one
+   * synchronous step, durable when this resolves. Records still waiting for a lazy journal line belong to
+   * the old state and are dropped; the journal restarts after the write (its older lines are sealed).
+   */
+  async replace(doc: DbData): Promise<void> {
+    this.lazyRecords.clear();
+    this.low.data = doc;
+    await this.flush();
+  }
+
   /** Writes what is pending and releases the journal's files. */
   async close(): Promise<void> {
     await this.flush().catch(() => {});
