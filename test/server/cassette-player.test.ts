@@ -254,6 +254,9 @@ describe('player', () => {
     const secrets = createRedactor({ KEY: 'sk-test-abcdef' });
     const ep = record('inv_1', [{ url: 'http://h/v1/x?key=sk-test-abcdef', body: '{"api_key":"sk-test-abcdef","q":1}' }], secrets);
     expect(JSON.stringify(ep)).not.toContain('sk-test-abcdef');
+    // in a URL the marker is percent-encoded (the URL stays a valid URI for HAR tools); the query list shows it plain
+    expect(ep[0]!.request.url).toBe('http://h/v1/x?key=%5Bsecret%20KEY%5D');
+    expect(ep[0]!.request.queryString).toEqual([{ name: 'key', value: '[secret KEY]' }]);
     const cassette = cassetteOf(ep);
     expect(
       text(

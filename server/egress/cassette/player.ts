@@ -1,7 +1,7 @@
 import { CassetteMatch, type Cassette, type HarEntry } from '../../../contract/schemas/cassette';
 import { bodyToHar, harBodyBytes } from './har';
 import { bodyText, differences, matchInputOfEntry, normalise, type NormalisedRequest } from './match';
-import type { ByteRedactor } from './redact';
+import { urlMarkers, type ByteRedactor } from './redact';
 import { DEFAULT_MAX_BODY_BYTES } from './tape';
 import type { CallRequest, CallResponseHead, Player, Redactor, ReplayAnswer, ReplayMiss } from './types';
 
@@ -88,7 +88,7 @@ export function createPlayer(opts: PlayerOptions): Player {
   const cassetteName = opts.name ? `cassette "${opts.name}"` : 'the cassette';
 
   const liveInput = (req: CallRequest) => {
-    const url = opts.redactor.text(req.url).text;
+    const url = urlMarkers(opts.redactor.text(req.url).text);
     const raw = req.body.length > cap ? req.body.subarray(0, cap) : req.body;
     const r = opts.redactor as Partial<ByteRedactor>;
     let body: Buffer = raw;
@@ -100,7 +100,7 @@ export function createPlayer(opts: PlayerOptions): Player {
   };
 
   const miss = (req: CallRequest, norm: NormalisedRequest, pool: Item[], why: string): ReplayMiss => {
-    const what = `${req.method.toUpperCase()} ${opts.redactor.text(req.url).text}`;
+    const what = `${req.method.toUpperCase()} ${urlMarkers(opts.redactor.text(req.url).text)}`;
     if (pool.length === 0) {
       return {
         message: `replay: no recorded call matches ${what}: ${why}. Record it: run once with egress mode "record".`,

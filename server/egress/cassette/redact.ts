@@ -23,6 +23,10 @@ const MIN_BASE64_FRAGMENT = 8;
 
 export const secretMarker = (name: string): string => `[secret ${name}]`;
 
+/** In a URL the markers are percent-encoded (`%5Bsecret%20NAME%5D`), so the URL stays a valid URI. */
+export const urlMarkers = (url: string): string =>
+  url.replace(/\[secret ([^\]\s]+)\]/g, (_m, name: string) => encodeURIComponent(secretMarker(name)));
+
 /** One replacement in a byte string: `[start, end)` of the original becomes `marker`. */
 export interface Span {
   start: number;

@@ -1,6 +1,6 @@
 import type { HarEntry } from '../../../contract/schemas/cassette';
 import { bodyToHar, harBodyBytes } from './har';
-import { mapOffset, unique, type ByteRedactor, type Span } from './redact';
+import { mapOffset, unique, urlMarkers, type ByteRedactor, type Span } from './redact';
 import type { CallRequest, CallResponseHead, Redactor, Tape, TapeCall } from './types';
 
 /** Bodies are kept up to this many bytes each (request and response); the rest is cut and the cut said. */
@@ -80,6 +80,7 @@ export function createTape(opts: TapeOptions): Tape {
       const build = (error: string | null, endAt: number): HarEntry => {
         const replaced: string[] = [];
         const url = redactor.text(req.url);
+        url.text = urlMarkers(url.text);
         replaced.push(...url.replaced);
         const reqHeaders = redactor.headers(req.headers, req.hostAdded);
         replaced.push(...reqHeaders.replaced);
@@ -250,7 +251,7 @@ export function redactEntry(entry: HarEntry, redactor: Redactor): HarEntry {
     replaced.push(...out.replaced);
     return { raw, out };
   };
-  const request = { ...entry.request, url: t(entry.request.url), headers: hdrs(entry.request.headers) };
+  const request = { ...entry.request, url: urlMarkers(t(entry.request.url)), headers: hdrs(entry.request.headers) };
   request.queryString = entry.request.queryString.map((q) => ({ ...q, name: t(q.name), value: t(q.value) }));
   if (entry.request.postData?.text) {
     const { out } = body(entry.request.postData.text, entry.request.postData.encoding);
