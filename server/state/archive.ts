@@ -102,6 +102,7 @@ export const MACHINE_LOCAL = [
   'the data dir’s secret key (secret.key): secrets are sealed again with the target’s own key',
   'the admin token (emulator.json): every start makes its own',
   'the GUI session key (gui-session.key): browsers sign in again',
+  'the egress CA (egress-ca/): the target keeps its own, which its sandboxes trust',
 ];
 
 /** The blobs a db names (version files, big store values, invocations' outputs, logs, timelines, …). */

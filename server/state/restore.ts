@@ -124,7 +124,8 @@ export type PendingImport = z.infer<typeof PendingImport>;
 /** What belongs to the machine, not the state: never moved aside, never replaced. */
 const MACHINE_FILES = (paths: DataDirPaths) =>
   new Set(
-    ['emulator.json', 'secret.key', keychainKeyPath('secret.key'), GUI_SECRET_FILE, 'sandboxes', 'egress.sock'].concat([
+    // egress-ca: the egress CA (server/egress/tls/ca.ts), the machine's like its secret key; a running core holds it.
+    ['emulator.json', 'secret.key', keychainKeyPath('secret.key'), GUI_SECRET_FILE, 'sandboxes', 'egress.sock', 'egress-ca'].concat([
       paths.secretKey.split('/').pop()!,
     ]),
   );
