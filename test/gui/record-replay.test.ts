@@ -7,11 +7,13 @@
 // test/.tmp/gui/.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { Download, Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { shownText, skipReason, startGui, until, type Gui, type GuiPage } from '../helpers/gui';
+import { tempDir } from '../helpers/core';
 
 if (skipReason) console.warn(`\n[record-replay gui test] SKIPPING: ${skipReason}\n`);
 
@@ -27,6 +29,7 @@ let p: GuiPage;
 let upstream: Server;
 let upstreamUrl: string;
 let upstreamHits = 0;
+let workspace: string;
 
 async function api(method: string, path: string, body?: unknown, headers?: Record<string, string>) {
   const res = await gui.core.call(method, path, body, { key: path.startsWith('/_emu') ? gui.core.admin : undefined, headers });
@@ -56,7 +59,15 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     });
     await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/forecast?city=oslo`;
-    gui = await startGui();
+    // A workspace snippet whose snippet.json says how its calls are handled (shown on its Settings).
+    workspace = await tempDir('svc-emu-gui-rr-');
+    await mkdir(join(workspace, 'snippets', 'demo'), { recursive: true });
+    await writeFile(join(workspace, 'snippets', 'demo', 'index.ts'), 'export default async function handler() { return { ok: true }; }\n');
+    await writeFile(
+      join(workspace, 'snippets', 'demo', 'snippet.json'),
+      JSON.stringify({ egress: { mode: 'replay', cassette: 'offline', match: { ignore_body_fields: ['metadata.user_id'] } } }),
+    );
+    gui = await startGui({ workspace });
     p = await gui.open();
     await api('POST', '/v1/snippets', { name: 'caller', runtime: 'bun' });
     await api('POST', '/v1/snippets/caller/versions', { code: CALLER });
@@ -65,7 +76,25 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
   afterAll(async () => {
     await gui?.close();
     await new Promise((r) => upstream?.close(r));
+    if (workspace) await rm(workspace, { recursive: true, force: true });
   });
+
+  it('a snippet’s Settings shows its own egress (snippet.json) against the server’s mode', async () => {
+    await until('the demo folder loaded', async () => {
+      const ws = (await api('GET', '/_emu/workspace')) as { folders: { snippet: string; version: number | null }[] };
+      return ws.folders.some((f) => f.snippet === 'demo' && f.version !== null);
+    });
+    await p.go('snippet/demo/settings');
+    const card = p.page.getByTestId('snippet-egress');
+    expect(await text(card, 'the egress card')).toContain('snippet.json');
+    expect(await card.getByTestId('snippet-egress-mode').getAttribute('data-mode')).toBe('replay');
+    expect(await card.getByTestId('snippet-egress-cassette').innerText()).toContain('offline');
+    expect(await card.innerText()).toContain('ignore_body_fields');
+    // An API snippet has none: its runs use the server's mode.
+    await p.go('snippet/caller/settings');
+    expect(await text(p.page.getByTestId('snippet-egress-mode'), 'the API snippet’s egress')).toContain('server');
+    expect(p.errors).toEqual([]);
+  }, 60_000);
 
   it('the mode switch sets /_emu/egress/mode; the badge follows a switch made elsewhere, without a reload', async () => {
     await p.go('egress');
@@ -97,9 +126,14 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await text(p.page.getByTestId('empty').filter({ hasText: 'No cassettes yet' }), 'the empty cassette list');
 
     // Recorded through the API: the run's own X-Emu-Egress-Mode (admin) — the list follows cassette.changed.
-    const rec = await gui.core.call('POST', '/v1/invoke/caller', { url: upstreamUrl }, {
-      headers: { 'x-emu-egress-mode': 'record', 'x-emu-admin': gui.core.admin },
-    });
+    const rec = await gui.core.call(
+      'POST',
+      '/v1/invoke/caller',
+      { url: upstreamUrl },
+      {
+        headers: { 'x-emu-egress-mode': 'record', 'x-emu-admin': gui.core.admin },
+      },
+    );
     expect(rec.status, rec.text).toBe(200);
     expect(rec.json.body).toBe('sunny and warm');
     const recId = rec.headers.get('x-invocation-id')!;
@@ -206,7 +240,9 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     expect((await api('GET', '/v1/snippets')).data.map((s: { name: string }) => s.name)).toEqual(snippetsBefore);
 
     // A file that is no archive at all says so before the upload, and the core's answer says what to fix.
-    await p.page.getByTestId('import-file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an archive') });
+    await p.page
+      .getByTestId('import-file')
+      .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not an archive') });
     expect(await text(p.page.getByTestId('import-preview-unreadable'), 'the preview note')).toContain('not gzip');
     // The refused upload logged a 422 in the console (the browser's "Failed to load resource"): that is the
     // test's point, so it is taken off the page's list (the other tests here share the page and expect none).
@@ -214,4 +250,37 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     expect(mine.filter((e) => !/status of 422/.test(e))).toEqual([]);
     expect(mine.length).toBeGreaterThan(0);
   }, 60_000);
+
+  it('an archive imported into another emulator shows the import’s report (counts, secrets left out)', async () => {
+    await api('PUT', '/v1/secrets/IMPORT_ME', { value: 'im-live-0a9b8c7d6e5f' });
+    await p.go('data');
+    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    const archive = await saved(file);
+    const other = await startGui();
+    try {
+      const q = await other.open();
+      await q.go('data');
+      await q.page.getByTestId('import-file').setInputFiles({ name: 'state.svcemu', mimeType: 'application/gzip', buffer: archive });
+      expect(await shownText(q, q.page.getByTestId('import-preview'), 'the archive preview')).toMatch(/secrets left out/);
+      await q.page.getByTestId('import-submit').click();
+      await q.page.getByTestId('import-confirm').click();
+      const report = q.page.getByTestId('import-report');
+      expect(await shownText(q, report, 'the import report')).toContain('Imported');
+      expect(await report.getByTestId('import-counts').innerText()).toMatch(/\d+ snippets/);
+      expect(await report.getByTestId('import-secrets-left-out').innerText()).toContain('IMPORT_ME');
+      await q.screenshot('data-import-report');
+      // The keys came with it (hashed): the first emulator's key now works here.
+      const listed = await other.core.call('GET', '/v1/snippets', undefined, { key: gui.core.key });
+      expect(listed.status, listed.text).toBe(200);
+      expect((listed.json as { data: { name: string }[] }).data.map((x) => x.name)).toContain('caller');
+      // The key this GUI showed for tenant local was left out with the secrets: the page says so.
+      const info = (await other.core.call('GET', '/_emu/info', undefined, { key: other.core.admin })).json as {
+        local_api_key: string | null;
+      };
+      if (info.local_api_key === null) await shownText(q, q.page.getByTestId('import-no-local-key'), 'the lost-key warning');
+      expect(q.errors).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  }, 90_000);
 });

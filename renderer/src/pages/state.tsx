@@ -12,6 +12,7 @@ import { EmptyState, PageHeader, ProblemNotice, when } from '../ui/kit';
 import { Field } from '../ui/controls';
 import { STATE_ARCHIVE_TYPE, type StateImportReport, type StateManifest } from '../../../contract/emu/state';
 import { readManifest } from './state-manifest';
+import { fetchInfo } from '../session';
 import './operator.css';
 
 const size = (n: number) =>
@@ -153,7 +154,11 @@ function ExportCard() {
           )}
         </div>
       </form>
-      {error !== null && <ProblemNotice error={error} title="Could not export" />}
+      {error !== null && (
+        <div style={{ marginTop: 12 }}>
+          <ProblemNotice error={error} title="Could not export" />
+        </div>
+      )}
     </section>
   );
 }
@@ -169,6 +174,8 @@ function ImportCard() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [report, setReport] = useState<StateImportReport | null>(null);
+  /** After an import: whether the core can still show a key for tenant `local` (the GUI's /v1 calls need one). */
+  const [keyGone, setKeyGone] = useState(false);
 
   async function pick(f: File | null) {
     setFile(f);
@@ -208,6 +215,8 @@ function ImportCard() {
         );
       }
       setReport(reply.body as StateImportReport);
+      const info = await fetchInfo();
+      setKeyGone(info.kind === 'ok' && info.info.localApiKey === null);
       setFile(null);
       setPreview(null);
       setPass('');
@@ -287,8 +296,20 @@ function ImportCard() {
           )}
         </div>
       )}
-      {error !== null && <ProblemNotice error={error} title="The archive was not imported" />}
+      {error !== null && (
+        <div style={{ marginTop: 12 }}>
+          <ProblemNotice error={error} title="The archive was not imported" />
+        </div>
+      )}
       {report && <ImportReportView report={report} />}
+      {report && keyGone && (
+        <p className="op-warnbox" role="alert" data-testid="import-no-local-key">
+          <strong>This GUI has no API key for tenant local now.</strong> The archive’s keys came in hashed, and the one this GUI shows was
+          left out with the secrets, so the pages that call <code>/v1</code> (snippets, invocations, secrets, store) are refused until a key
+          is shown again. Export with a passphrase to carry it, or issue one: <code>svc-emu key create --tenant local</code> (then use it in
+          your clients).
+        </p>
+      )}
     </section>
   );
 }
