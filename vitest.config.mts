@@ -12,6 +12,7 @@ const EXCLUSIVE = [
   'test/api/async.test.ts',
   'test/executor/pool.test.ts',
   'test/workspace/hazards.test.ts',
+  'test/server/egress-record-replay.test.ts',
 ];
 
 export default defineConfig({

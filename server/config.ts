@@ -5,6 +5,7 @@ import type { Clock } from './core-deps';
 import type { CodeValidator } from './services/snippets';
 import type { Executor } from '../executor';
 import { EgressAllowEntry } from './egress/policy';
+import { EGRESS_MODES } from '../contract/schemas/cassette';
 
 /** What `startEmulator` accepts: plain data validated here, dependencies passed as they are. */
 export const EmulatorConfigSchema = z.object({
@@ -55,6 +56,13 @@ export const EmulatorConfigSchema = z.object({
   egressProfile: z.enum(['local', 'production']).default('local'),
   /** HOST:PORT targets allowed under the production profile anyway. */
   egressAllow: z.array(EgressAllowEntry).default([]),
+  /**
+   * The server's egress mode (contract/schemas/cassette.ts): what a run gets when neither it
+   * (`X-Emu-Egress-Mode`) nor its snippet.json says. `PUT /_emu/egress/mode` switches it while the core runs.
+   */
+  egressMode: z.enum(EGRESS_MODES).default('live'),
+  /** Replayed chunks come this many times faster than recorded (1: as recorded; 0: no waits). */
+  replaySpeed: z.number().min(0).max(1000).default(1),
   /** Async jobs running at once on this host (each tenant is also bounded by its max_concurrency). */
   asyncWorkers: z.number().int().min(1).max(256).default(8),
   /** Multiplies the callback retry schedule: 1 = production's (0, 5 s, 5 min … 24 h); 0.001 for QA. */

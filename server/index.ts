@@ -164,6 +164,9 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
       self: () => self,
       // The agent run view's model calls: assembled from the bodies the egress path keeps (services/provider-calls.ts).
       providerCalls: providerCallsOf({ egress, invocations }),
+      egressMode: { mode: config.egressMode, replay_speed: config.replaySpeed },
+      dataDir: paths.root,
+      workspace: config.workspace,
     });
     const terminals = terminalAccess({
       enabled: config.terminal,

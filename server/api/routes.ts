@@ -11,6 +11,7 @@ import { vmRoutes } from './vm';
 import { guiSessionRoutes } from './gui-session';
 import { eventRoutes } from './events';
 import { agentRoutes } from './agent';
+import { cassetteRoutes } from './cassettes';
 import { stateRoutes } from './state';
 import { reportRoutes } from './report';
 
@@ -27,6 +28,7 @@ export const allRoutes: RouteDef[] = [
   ...guiSessionRoutes,
   ...eventRoutes,
   ...agentRoutes,
+  ...cassetteRoutes,
   ...stateRoutes,
   ...reportRoutes,
 ];

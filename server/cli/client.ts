@@ -27,7 +27,7 @@ import { followEvents, type FollowState } from '../../contract/events-client';
  * outcome exits 1.
  */
 
-export const CLIENT_COMMANDS = ['invoke', 'logs', 'deploy', 'list', 'invocations'] as const;
+export const CLIENT_COMMANDS = ['invoke', 'logs', 'deploy', 'list', 'invocations', 'cassettes'] as const;
 export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
 export const isClientCommand = (cmd: string | undefined): cmd is ClientCommand => CLIENT_COMMANDS.includes(cmd as ClientCommand);
 
@@ -44,9 +44,13 @@ export const CLIENT_OPTIONS = {
   outcome: { type: 'string' },
   limit: { type: 'string' },
   follow: { type: 'boolean', short: 'f' },
+  'egress-mode': { type: 'string' },
+  cassette: { type: 'string' },
 } as const;
 
 export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream | --mode M]
+                 [--egress-mode live|record|replay] [--cassette C]
+                                 (this run's outbound calls: go out, recorded to the cassette, or replayed from it)
   svc-emu invoke --replay ID [--data JSON] [--mode sync|async|stream]
                                  (runs an invocation again: its snippet, version, env, mode, overrides and stored input)
   svc-emu deploy NAME --version V --env E
@@ -54,15 +58,17 @@ export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--ve
   svc-emu invocations [--snippet S] [--outcome O] [--limit N]   (newest first; default 20)
   svc-emu logs ID                (one invocation's logs)
   svc-emu logs [--snippet S] [--outcome O] [--limit N]          (the last N invocations' logs; default 10)
-  svc-emu logs --follow [--snippet S] [--outcome O]             (every new invocation's logs as it ends, until Ctrl+C)`;
+  svc-emu logs --follow [--snippet S] [--outcome O]             (every new invocation's logs as it ends, until Ctrl+C)
+  svc-emu cassettes SNIPPET      (the snippet's cassettes: recorded outbound calls, by name)`;
 
 /** The options each command accepts beyond the global ones (server/cli/main.ts checks them first). */
 export const CLIENT_ACCEPTS: Record<ClientCommand, readonly string[]> = {
-  invoke: ['data', 'env', 'version', 'async', 'stream', 'replay', 'mode'],
+  invoke: ['data', 'env', 'version', 'async', 'stream', 'replay', 'mode', 'egress-mode', 'cassette'],
   logs: ['snippet', 'outcome', 'limit', 'follow'],
   deploy: ['env', 'version'],
   list: [],
   invocations: ['snippet', 'outcome', 'limit'],
+  cassettes: [],
 };
 const ACCEPTS = CLIENT_ACCEPTS;
 const GLOBAL_OPTIONS = ['data-dir', 'json', 'help'];
@@ -149,7 +155,14 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
       const env = values.env === undefined ? undefined : envName(values.env as string);
       const version = values.version === undefined ? undefined : versionNumber(values.version as string);
       const mode = modeFrom(values) ?? null;
-      return (conn, io, json) => invoke(conn, io, json, { snippet, input, env, version, mode });
+      const egress = runEgressFrom(values);
+      return (conn, io, json) =>
+        invoke(conn, io, json, { snippet, input, env, version, mode, ...(egress ? { headers: runEgressHeaders(conn, egress) } : {}) });
+    }
+    case 'cassettes': {
+      const [name] = positionals(args, 1, 'cassettes SNIPPET');
+      const snippet = snippetRef(name!, 'SNIPPET');
+      return (conn, io, json) => listCassettes(conn, io, json, snippet);
     }
     case 'logs': {
       const filter = filterFrom(values, 10);
@@ -749,6 +762,65 @@ async function follow(conn: Connection, io: ClientIO, json: boolean, f: Filter):
   }
 }
 
+// ---- egress modes and cassettes ------------------------------------------------------------------
+
+const EGRESS_MODES = ['live', 'record', 'replay'] as const;
+const CASSETTE_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+/** --egress-mode and --cassette, checked (undefined when neither is given). */
+function runEgressFrom(values: ClientValues): { mode?: string; cassette?: string } | undefined {
+  const mode = values['egress-mode'] as string | undefined;
+  const cassette = values.cassette as string | undefined;
+  if (mode === undefined && cassette === undefined) return undefined;
+  if (mode !== undefined && !(EGRESS_MODES as readonly string[]).includes(mode))
+    throw new ClientUsageError(`--egress-mode: live, record or replay, not '${mode}'`);
+  if (cassette !== undefined && !CASSETTE_RE.test(cassette))
+    throw new ClientUsageError(`--cassette: '${cassette}' is not a cassette name (1–63 of a-z 0-9 . _ -, starting with a letter or digit)`);
+  return { ...(mode ? { mode } : {}), ...(cassette ? { cassette } : {}) };
+}
+
+/** The run's egress headers, with the admin token they need (the CLI holds it: it found the emulator). */
+function runEgressHeaders(conn: Connection, egress: { mode?: string; cassette?: string }): Record<string, string> {
+  const token = conn.admin.options.adminToken;
+  return {
+    ...(egress.mode ? { 'x-emu-egress-mode': egress.mode } : {}),
+    ...(egress.cassette ? { 'x-emu-cassette': egress.cassette } : {}),
+    ...(token ? { 'x-emu-admin': token } : {}),
+  };
+}
+
+interface CassetteRow {
+  name: string;
+  path: string;
+  entries: number;
+  episodes: string[];
+  bytes: number;
+  updated_at: string;
+}
+
+async function listCassettes(conn: Connection, io: ClientIO, json: boolean, snippet: string): Promise<number> {
+  const reply = await conn.admin.send(ops.emuListCassettes, { params: { id: snippet }, query: {} }).catch((err: unknown) => {
+    throw unreachable(conn.url, err);
+  });
+  if (reply.status !== 200) throw problemFailure(reply, `listing the cassettes of ${snippet}`);
+  const rows = (reply.body as { data: CassetteRow[] }).data;
+  if (json) {
+    io.stdout(JSON.stringify(rows) + '\n');
+    return 0;
+  }
+  if (!rows.length) {
+    io.stdout(`${snippet} has no cassettes: record one with \`svc-emu invoke ${snippet} --egress-mode record\`\n`);
+    return 0;
+  }
+  io.stdout(
+    table(
+      ['NAME', 'CALLS', 'RUNS', 'BYTES', 'UPDATED', 'FILE'],
+      rows.map((r) => [r.name, String(r.entries), String(r.episodes.length), String(r.bytes), r.updated_at, r.path]),
+    ),
+  );
+  return 0;
+}
+
 // ---- invoke --replay ---------------------------------------------------------------------------------
 
 const MODES = ['sync', 'async', 'stream'] as const;
@@ -842,7 +914,8 @@ async function replay(conn: Connection, io: ClientIO, json: boolean, a: ReplayAr
   const headers: Record<string, string> = limits && token ? { 'x-emu-limits': limits, 'x-emu-admin': token } : {};
   // An invocation imported from a run report (server/report/import.ts) reruns against its report's cassette, nothing going out.
   const reportCassette = src.egress?.cassette?.startsWith(REPORT_CASSETTE_PREFIX) ? src.egress.cassette : null;
-  if (reportCassette && token) Object.assign(headers, { 'x-emu-egress-mode': 'replay', 'x-emu-cassette': reportCassette, 'x-emu-admin': token });
+  if (reportCassette && token)
+    Object.assign(headers, { 'x-emu-egress-mode': 'replay', 'x-emu-cassette': reportCassette, 'x-emu-admin': token });
   if (!json)
     io.stderr(
       `replaying ${a.id}: ${src.snippet} v${src.version}${src.env ? ` env ${src.env}` : ''}, ${mode}${limits ? `, overrides ${limits}` : ''}${reportCassette ? `, outbound calls replayed from cassette ${reportCassette}` : ''}\n`,

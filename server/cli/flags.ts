@@ -38,6 +38,9 @@ const METAVAR: Record<string, string> = {
   runtime: 'bun|python',
   template: 'hello|mastra-agent|langgraph-agent',
   name: 'NAME',
+  'egress-mode': 'live|record|replay',
+  'replay-speed': 'N',
+  cassette: 'NAME',
 };
 
 export const flagForm = (name: string, options: OptionTable) =>

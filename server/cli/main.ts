@@ -21,7 +21,7 @@ import { terminalLogging } from '../terminal-lines';
 import { executorAgentFor } from '../executor-choice';
 import { LIMA_USAGE, runLima } from './lima';
 import { GUI_TOKEN_USAGE, runGuiToken } from './gui-token';
-import { checkFlags, FlagError, type CommandFlags } from './flags';
+import { checkFlags, FlagError, oneOf, type CommandFlags } from './flags';
 import { locate, LocateError, type Target } from './locate';
 import { coresDir } from '../storage/running-cores';
 import { INIT_OPTIONS, INIT_USAGE, runInit } from './init';
@@ -52,6 +52,8 @@ Usage:
   svc-emu --version
   svc-emu serve [--port N] [--host ADDR] [--allow-host NAME]… [--workspace DIR] [--executor local|lima]
                 [--egress-profile local|production] [--egress-allow HOST:PORT]… [--async-workers N]
+                [--egress-mode live|record|replay] [--replay-speed N]  (outbound calls: go out, recorded to cassettes, or
+                                             replayed from them; N: replayed chunks come N times faster, 0 = no waits)
                 [--callback-retry-scale F]   (1 = production's callback retry schedule; 0.001 compresses it for QA)
                 [--terminal | --no-terminal]  (the GUI's Terminal page; default: on when listening on loopback only)
                 [--spares all|plain|none]  (runners started ahead; all: plain and framework-imported, the default)
@@ -105,6 +107,7 @@ const OPTIONS = {
   'max-memory-mb': { type: 'string' },
   'max-cpu-percent': { type: 'string' },
   'max-concurrency': { type: 'string' },
+  'replay-speed': { type: 'string' },
   ...CLIENT_OPTIONS,
   ...REPORT_OPTIONS,
   ...STATE_OPTIONS,
@@ -128,10 +131,13 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   ...REPORT_ACCEPTS,
   ...STATE_ACCEPTS,
 };
-/** serve takes every flag no other command claims (so a flag added for serve needs no entry here). */
-const SERVE_FLAGS = Object.keys(OPTIONS).filter(
-  (f) => !(GLOBAL_FLAGS as readonly string[]).includes(f) && !Object.values(COMMAND_FLAGS).some((flags) => flags.includes(f)),
-);
+/** serve takes every flag no other command claims (so a flag added for serve needs no entry here), and --egress-mode (invoke's too). */
+const SERVE_FLAGS = [
+  ...Object.keys(OPTIONS).filter(
+    (f) => !(GLOBAL_FLAGS as readonly string[]).includes(f) && !Object.values(COMMAND_FLAGS).some((flags) => flags.includes(f)),
+  ),
+  'egress-mode',
+];
 
 function commandFlags(positionals: string[]): CommandFlags | null {
   const [cmd, sub] = positionals;
@@ -417,6 +423,10 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     const checked = EgressAllowEntry.safeParse(entry);
     if (!checked.success) throw new UsageError(`--egress-allow '${entry}': ${checked.error.issues[0]?.message ?? 'must be HOST:PORT'}`);
   }
+  const egressMode = oneOf('egress-mode', values['egress-mode'] ?? 'live', ['live', 'record', 'replay'] as const);
+  const replaySpeed = values['replay-speed'] === undefined ? 1 : Number(values['replay-speed']);
+  if (!(replaySpeed >= 0 && replaySpeed <= 1000))
+    throw new UsageError(`--replay-speed: a number from 0 to 1000 (1 = as recorded, 0 = no waits), got '${values['replay-speed']}'`);
   const asyncWorkers = values['async-workers'] === undefined ? 8 : Number(values['async-workers']);
   if (!Number.isInteger(asyncWorkers) || asyncWorkers < 1 || asyncWorkers > 256)
     throw new UsageError(`--async-workers: 1–256, got '${values['async-workers']}'`);
@@ -445,6 +455,8 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
     logger: lines.logger,
     egressProfile,
     egressAllow,
+    egressMode,
+    replaySpeed,
     asyncWorkers,
     callbackRetryScale: retryScale,
     terminal,
@@ -485,6 +497,11 @@ async function serve(values: Values, dataDir: string, io: CliIO): Promise<number
         `  API key  ${emu.localApiKey ?? '(not shown: the data dir has no readable key; create one with `svc-emu key create --tenant local`)'}   (tenant local${emu.firstStart ? ', created now' : ''})`,
         `  Data     ${emu.dataDir}`,
         `  Egress   ${egressProfile}${egressProfile === 'local' ? ' (snippets, integrations and callbacks may reach private and loopback targets)' : ' (private, loopback and metadata targets refused, as in production)'}`,
+        ...(egressMode !== 'live'
+          ? [
+              `  Mode     ${egressMode}${egressMode === 'replay' ? ` (outbound calls answered from cassettes, nothing goes out; speed ${replaySpeed})` : ' (outbound calls go out and are written to cassettes)'}`,
+            ]
+          : []),
         ...(kept.count
           ? [
               `  QUARANTINE  ${kept.count} record(s) failed validation at load and are kept aside in ${kept.dir}: not in use (svc-emu doctor says what to do)`,

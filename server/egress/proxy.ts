@@ -1,14 +1,16 @@
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { request as httpsRequest } from 'node:https';
+import { connect, createServer, isIP, type Server, type Socket } from 'node:net';
 import { chmod, unlink } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import type { EgressIdentity, EgressService } from '../services/egress';
+import { answerFromCassette, headerPairs, replayedHeaders, type EgressIdentity, type EgressService } from '../services/egress';
+import type { CallRequest, EgressSession, TapeCall } from './cassette/types';
 import type { FaultPlan } from './faults';
 import { PROBLEM_TYPE_BASE } from '../http/problem';
-import { isProviderCall } from './exchanges';
+import { isProviderCall, type ExchangeRecorder } from './exchanges';
 
 type Gate =
   | { kind: 'drop' }
@@ -128,22 +130,34 @@ export class EgressProxy {
     return this.who.get(socket) ?? { tenant: null, invocation_id: null };
   }
 
-  /** Plain HTTP: `GET http://host/path`. Answered with `Connection: close`, so each request is attributed afresh. */
+  /**
+   * Plain HTTP: `GET http://host/path`; and origin-form requests (`GET /v1/…`) on a TLS tunnel the core
+   * terminated (`tlsOrigin`), sent on to `https://host:port` over TLS. Answered with `Connection: close`, so
+   * each request is attributed afresh. Every call goes on its run's tape (services/egress-sessions.ts); a
+   * replaying run's calls are answered from the cassette, chunk by chunk at the recorded pace, and nothing
+   * goes out (fault rules still act first).
+   */
   private async forward(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const identity = this.identity(req.socket);
+    const origin = this.tlsOrigin.get(req.socket);
     let url: URL;
     try {
-      url = new URL(req.url ?? '');
-      if (url.protocol !== 'http:') throw new Error('not http');
+      if (origin) {
+        if (!(req.url ?? '').startsWith('/')) throw new Error('not origin-form');
+        url = new URL(`https://${origin.host.includes(':') ? `[${origin.host}]` : origin.host}:${origin.port}${req.url}`);
+      } else {
+        url = new URL(req.url ?? '');
+        if (url.protocol !== 'http:') throw new Error('not http');
+      }
     } catch {
       res
         .writeHead(400, { 'content-type': 'text/plain', connection: 'close' })
         .end('the egress proxy takes absolute http:// URLs (and CONNECT for https)\n');
       return;
     }
-    const host = url.hostname;
-    const port = Number(url.port || 80);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     let bytesOut = 0;
     let bytesIn = 0;
     const plan = this.egress.plan(host, null);
@@ -152,7 +166,22 @@ export class EgressProxy {
       identity.invocation_id && isProviderCall(req.method, url.pathname)
         ? this.egress.exchanges.open(identity.invocation_id, { source: 'snippet', method: req.method ?? 'POST', host, path: url.pathname })
         : null;
+    const headers = { ...req.headers };
+    for (const h of ['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']) delete headers[h];
+    // The run's tape takes the call as it goes upstream (in replay too: the run's egress_blob shows what it asked).
+    const session = this.egress.sessionFor(identity.invocation_id);
+    const sent = headerPairs({ ...headers, host: url.host });
+    const callRequest = {
+      source: 'snippet' as const,
+      integration: null,
+      method: req.method ?? 'GET',
+      url: url.href,
+      headers: sent,
+      hostAdded: [],
+    };
+    const call = session?.tape.begin(callRequest) ?? null;
     const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) => {
+      call?.end(fields.error ?? fields.refused ?? (fields.status == null ? 'no answer' : null));
       const entry = this.egress.record({
         source: 'snippet',
         ...identity,
@@ -172,9 +201,24 @@ export class EgressProxy {
       });
       exchange?.finish(entry);
     };
+    /** The whole request body (a fault's or the cassette's answer needs no upstream, but the tape and the agent view want it). */
+    const readBody = () =>
+      new Promise<Buffer>((resolve) => {
+        const parts: Buffer[] = [];
+        req.on('data', (c: Buffer) => {
+          bytesOut += c.length;
+          parts.push(c);
+          call?.requestBody(c);
+          exchange?.request(c);
+        });
+        req.once('end', () => resolve(Buffer.concat(parts)));
+        req.once('close', () => resolve(Buffer.concat(parts)));
+      });
     res.shouldKeepAlive = false;
 
-    const gate = await this.gate(host, port, plan, identity);
+    // Replay: no name is resolved and no connection made; fault rules still act first (QA can break a replay on purpose).
+    const gate: Gate | { kind: 'replay' } =
+      session?.mode === 'replay' ? ((await this.faultGate(plan)) ?? { kind: 'replay' }) : await this.gate(host, port, plan, identity);
     if (gate.kind === 'unreachable') gate.detail = unreachableText(host, port, gate.detail);
     switch (gate.kind) {
       case 'drop':
@@ -187,16 +231,19 @@ export class EgressProxy {
         return;
       case 'fault':
         bytesIn = Buffer.byteLength(gate.body);
-        if (exchange) {
-          // The model call's request still tells which model was asked, even though the fault answers it.
-          await new Promise<void>((resolve) => {
-            req.on('data', (c: Buffer) => exchange.request(c));
-            req.once('end', resolve);
-            req.once('close', resolve);
-          });
-          exchange.head(gate.status, 'application/json', undefined);
-          exchange.response(Buffer.from(gate.body));
-        }
+        // The model call's request still tells which model was asked, even though the fault answers it.
+        if (exchange || call) await readBody();
+        exchange?.head(gate.status, 'application/json', undefined);
+        exchange?.response(Buffer.from(gate.body));
+        call?.head({
+          status: gate.status,
+          statusText: '',
+          headers: [
+            ['content-type', 'application/json'],
+            ['x-svc-emu-fault', 'status'],
+          ],
+        });
+        call?.chunk(Buffer.from(gate.body));
         res.writeHead(gate.status, { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' }).end(gate.body);
         log({ status: gate.status });
         return;
@@ -217,11 +264,12 @@ export class EgressProxy {
         log({ status, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
       }
+      case 'replay':
+        return this.replay(req, res, session!, { ...callRequest, body: await readBody() }, exchange, call, log, (n) => (bytesIn += n));
     }
     const target = gate.target;
-    const headers = { ...req.headers };
-    for (const h of ['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']) delete headers[h];
-    const upstream = httpRequest(
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const upstream = send(
       {
         host: target.address,
         family: target.family,
@@ -231,12 +279,16 @@ export class EgressProxy {
         headers: { ...headers, host: url.host },
         agent: false,
         setHost: false,
+        // TLS the core terminated goes on over TLS, checked against the name the client asked for.
+        ...(url.protocol === 'https:' && !isIP(host) ? { servername: host } : {}),
       },
       (up) => {
         exchange?.head(up.statusCode ?? null, up.headers['content-type'], up.headers['content-encoding']);
+        call?.head({ status: up.statusCode ?? 502, statusText: up.statusMessage ?? '', headers: headerPairs(up.headers) });
         up.on('data', (c: Buffer) => {
           bytesIn += c.length;
           exchange?.response(c);
+          call?.chunk(c);
         });
         res.writeHead(up.statusCode ?? 502, up.headers);
         up.pipe(res);
@@ -255,8 +307,93 @@ export class EgressProxy {
     req.on('data', (c: Buffer) => {
       bytesOut += c.length;
       exchange?.request(c);
+      call?.requestBody(c);
     });
     req.pipe(upstream);
+  }
+
+  /**
+   * A replaying run's call: the cassette's answer (the recorded status and headers, then each chunk when its
+   * recorded time has come, scaled by the replay speed), or a 502 problem `egress_replay_no_match` naming the
+   * closest recorded call and how it differs. Timers go with the client.
+   */
+  private async replay(
+    req: IncomingMessage,
+    res: ServerResponse,
+    session: EgressSession,
+    request: CallRequest,
+    exchange: ExchangeRecorder | null,
+    call: TapeCall | null,
+    log: (fields: { status?: number | null; refused?: string | null; error?: string | null }) => void,
+    counted: (bytes: number) => void,
+  ): Promise<void> {
+    const answer = answerFromCassette(session, request);
+    if ('message' in answer) {
+      const body = JSON.stringify({
+        type: `${PROBLEM_TYPE_BASE}egress_replay_no_match`,
+        title: 'No recorded call matches',
+        status: 502,
+        code: 'egress_replay_no_match',
+        detail: answer.message,
+        ...(answer.closest ? { closest: answer.closest } : {}),
+      });
+      exchange?.head(502, 'application/problem+json', undefined);
+      exchange?.response(Buffer.from(body));
+      counted(Buffer.byteLength(body));
+      res.writeHead(502, { 'content-type': 'application/problem+json', 'x-svc-emu-egress': 'no-match' }).end(body);
+      log({ status: 502, error: answer.message });
+      return;
+    }
+    if (answer.error) {
+      const why = `${answer.error} (as recorded in cassette ${session.cassette?.name ?? ''})`;
+      res.writeHead(502, { 'content-type': 'text/plain', 'x-svc-emu-egress': 'replayed' }).end(`${why}\n`);
+      log({ status: 502, error: why });
+      return;
+    }
+    const headers = replayedHeaders(answer.head.headers);
+    const total = answer.chunks.reduce((n, c) => n + c.data.length, 0);
+    if (answer.head.headers.some(([k]) => k.toLowerCase() === 'content-length')) headers['content-length'] = String(total);
+    headers['x-svc-emu-egress'] = 'replayed';
+    exchange?.head(answer.head.status, String(headers['content-type'] ?? ''), undefined);
+    call?.head({ status: answer.head.status, statusText: answer.head.statusText, headers: answer.head.headers.map(([k, v]) => [k, v]) });
+    if (answer.head.statusText) res.writeHead(answer.head.status, answer.head.statusText, headers);
+    else res.writeHead(answer.head.status, headers);
+    // Each chunk is due at its recorded offset from the first byte (the waits add up from one start, so timer lateness does not accumulate).
+    const due: number[] = [];
+    for (const c of answer.chunks) due.push((due[due.length - 1] ?? 0) + c.delayMs);
+    const t0 = performance.now();
+    const played = await new Promise<boolean>((resolve) => {
+      let i = 0;
+      let timer: NodeJS.Timeout | null = null;
+      let settled = false;
+      const settle = (ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        if (timer) clearTimeout(timer);
+        res.off('close', gone);
+        resolve(ok);
+      };
+      const gone = () => settle(false);
+      const step = () => {
+        timer = null;
+        while (i < answer.chunks.length && due[i]! <= performance.now() - t0) {
+          const data = answer.chunks[i++]!.data;
+          counted(data.length);
+          exchange?.response(data);
+          call?.chunk(data);
+          res.write(data);
+        }
+        if (i === answer.chunks.length) {
+          res.end();
+          return settle(true);
+        }
+        timer = setTimeout(step, Math.max(0, due[i]! - (performance.now() - t0)));
+      };
+      res.once('close', gone);
+      step();
+    });
+    log(played ? { status: answer.head.status } : { status: answer.head.status, error: 'the client went away during the replay' });
+    void req;
   }
 
   /** HTTPS and anything else: `CONNECT host:port`, then bytes both ways (only host and port are known). */
@@ -351,6 +488,16 @@ export class EgressProxy {
    * one, then the egress profile on the addresses the name resolves to.
    */
   private async gate(host: string, port: number, plan: FaultPlan, identity: EgressIdentity): Promise<Gate> {
+    const fault = await this.faultGate(plan);
+    if (fault) return fault;
+    const target = await this.egress.resolve(host, port, identity);
+    if ('refused' in target) return { kind: 'refused', detail: target.refused };
+    if ('error' in target) return { kind: 'unreachable', detail: target.error };
+    return { kind: 'go', target };
+  }
+
+  /** The fault plan's delay, then its failure if it has one (null: none). A replaying run's calls pass this too. */
+  private async faultGate(plan: FaultPlan): Promise<Exclude<Gate, { kind: 'go' | 'refused' | 'unreachable' }> | null> {
     if (plan.latencyMs) await sleep(plan.latencyMs);
     if (plan.fail?.type === 'drop') return { kind: 'drop' };
     if (plan.fail?.type === 'timeout') return { kind: 'hold' };
@@ -361,10 +508,7 @@ export class EgressProxy {
         body: plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' }),
       };
     }
-    const target = await this.egress.resolve(host, port, identity);
-    if ('refused' in target) return { kind: 'refused', detail: target.refused };
-    if ('error' in target) return { kind: 'unreachable', detail: target.error };
-    return { kind: 'go', target };
+    return null;
   }
 
   /** A `timeout` fault: no answer; the connection stays open until the client gives up. */

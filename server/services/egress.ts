@@ -8,6 +8,7 @@ import { refuseAddress, type EgressRules } from '../egress/policy';
 import type { Clock } from '../core-deps';
 import type { EventBus } from '../events/bus';
 import { EXCHANGE_LIMITS, isProviderCall, ProviderExchanges } from '../egress/exchanges';
+import type { CallRequest, EgressSession, ReplayAnswer, ReplayMiss } from '../egress/cassette/types';
 
 /** Who makes an outbound call. */
 export interface EgressIdentity {
@@ -19,7 +20,7 @@ export type Resolved = { address: string; family: number } | { refused: string }
 
 export class EgressError extends Error {
   constructor(
-    readonly code: 'egress_refused' | 'egress_fault' | 'timeout' | 'connection_failed',
+    readonly code: 'egress_refused' | 'egress_fault' | 'timeout' | 'connection_failed' | 'replay_no_match',
     message: string,
     /** An HTTP status a fault answered with. */
     readonly status: number | null = null,
@@ -37,10 +38,13 @@ export interface OutboundRequest {
   headers: Record<string, string>;
   body?: Buffer;
   timeoutMs: number;
+  /** Header names the host added (an integration's credential): always redacted on the run's tape, never matched. */
+  hostAdded?: readonly string[];
 }
 
 export interface OutboundResponse {
   status: number;
+  statusText?: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
 }
@@ -49,6 +53,47 @@ export interface OutboundResponse {
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Answers a call of a replaying run from its cassette (services/egress-sessions.ts opened the session): the
+ * player's answer or miss, and a miss naming the cassette when there is no cassette to play from.
+ */
+export function answerFromCassette(session: EgressSession, req: CallRequest): ReplayAnswer | ReplayMiss {
+  const answer: ReplayAnswer | ReplayMiss = session.player
+    ? session.player.answer(req)
+    : {
+        message: `no cassette '${session.cassette?.name ?? 'default'}' to replay from: record one first (X-Emu-Egress-Mode: record, or egress.mode "record" in snippet.json)`,
+        closest: null,
+      };
+  if ('message' in answer) session.counts.unmatched++;
+  else session.counts.replayed++;
+  return answer;
+}
+
+/** Headers as [name, value] pairs, names lower-case (what the run's tape takes). */
+export function headerPairs(h: IncomingHttpHeaders | Record<string, string>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    for (const one of Array.isArray(v) ? v : [v]) out.push([k.toLowerCase(), String(one)]);
+  }
+  return out;
+}
+
+/**
+ * A recorded answer's headers as it is played: the body comes decoded (a cassette keeps `content.text`),
+ * in chunks of its own, so the recorded encoding and framing headers do not apply.
+ */
+export function replayedHeaders(pairs: readonly [string, string][]): IncomingHttpHeaders {
+  const out: Record<string, string> = {};
+  for (const [k, v] of pairs) {
+    const name = k.toLowerCase();
+    if (['content-encoding', 'content-length', 'transfer-encoding', 'connection', 'keep-alive'].includes(name)) continue;
+    out[name] = name in out ? `${out[name]}, ${v}` : v;
+  }
+  return out;
+}
+
 const header = (v: string | string[] | undefined) => (Array.isArray(v) ? v.join(', ') : v);
 
 /**
@@ -78,6 +123,14 @@ export class EgressService {
       EXCHANGE_LIMITS,
       () => clock().getTime(),
     );
+  }
+
+  /** The open egress sessions, by invocation (services/egress-sessions.ts adds and removes them). */
+  readonly sessions = new Map<string, EgressSession>();
+
+  /** How a run treats its outbound calls (live, record, replay), while it runs; null for no run (or one that has ended). */
+  sessionFor(invocationId: string | null): EgressSession | null {
+    return invocationId ? (this.sessions.get(invocationId) ?? null) : null;
   }
 
   identify(invocationId: string | null): EgressIdentity {
@@ -152,7 +205,20 @@ export class EgressService {
         ? this.exchanges.open(req.identity.invocation_id, { source: 'integration', method: req.method, host, path: req.url.pathname })
         : null;
     if (exchange && req.body) exchange.request(req.body);
+    // Every call goes on its run's tape, whatever the mode (services/egress-sessions.ts): the run's egress_blob, and a record run's cassette.
+    const session = this.sessionFor(req.identity.invocation_id);
+    const sent = headerPairs({ ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) });
+    const call = session?.tape.begin({
+      source: 'integration',
+      integration: req.integration,
+      method: req.method,
+      url: req.url.href,
+      headers: sent,
+      hostAdded: req.hostAdded ?? [],
+    });
+    if (call && req.body) call.requestBody(req.body);
     const done = (fields: Partial<EgressEntry>) => {
+      if (call && fields.status == null) call.end(fields.error ?? fields.refused ?? 'no answer');
       const entry = this.record({
         ...base,
         status: null,
@@ -165,6 +231,11 @@ export class EgressService {
       });
       exchange?.finish(entry);
       return entry;
+    };
+    const answered = (status: number, headers: IncomingHttpHeaders, body: Buffer, statusText = '') => {
+      call?.head({ status, statusText, headers: headerPairs(headers) });
+      if (body.length) call?.chunk(body);
+      call?.end(null);
     };
 
     const plan = this.plan(host, req.integration);
@@ -183,12 +254,44 @@ export class EgressService {
       const body = plan.fail.body ?? JSON.stringify({ error: 'injected by an emulator fault rule' });
       exchange?.head(plan.fail.status, 'application/json', undefined);
       exchange?.response(Buffer.from(body));
+      const headers = { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' };
+      answered(plan.fail.status, headers, Buffer.from(body));
       done({ status: plan.fail.status, bytes_in: Buffer.byteLength(body) });
-      return {
-        status: plan.fail.status,
-        headers: { 'content-type': 'application/json', 'x-svc-emu-fault': 'status' },
-        body: Buffer.from(body),
-      };
+      return { status: plan.fail.status, headers, body: Buffer.from(body) };
+    }
+    if (session?.mode === 'replay') {
+      // Nothing goes out: the cassette answers (fault rules above still act first, so QA can break a replay on purpose).
+      const answer = answerFromCassette(session, {
+        source: 'integration',
+        integration: req.integration,
+        method: req.method,
+        url: req.url.href,
+        headers: sent,
+        hostAdded: req.hostAdded ?? [],
+        body: req.body ?? Buffer.alloc(0),
+      });
+      if ('message' in answer) {
+        done({ error: answer.message });
+        throw new EgressError('replay_no_match', answer.message);
+      }
+      if (answer.error) {
+        done({ error: answer.error });
+        throw new EgressError('connection_failed', `${host}: ${answer.error} (as recorded)`);
+      }
+      // The core buffers an integration's answer: it comes whole, after the recorded time (scaled by the replay speed).
+      const wait = answer.chunks.reduce((t, c) => t + c.delayMs, 0);
+      if (wait > 0) await sleep(Math.min(wait, Math.max(0, deadline - performance.now())));
+      if (performance.now() >= deadline && wait > 0) {
+        done({ error: `no answer within ${req.timeoutMs} ms` });
+        throw new EgressError('timeout', `${req.integration ?? host}: no answer within ${req.timeoutMs} ms`);
+      }
+      const body = Buffer.concat(answer.chunks.map((c) => c.data));
+      const headers = replayedHeaders(answer.head.headers);
+      exchange?.head(answer.head.status, header(headers['content-type']), undefined);
+      exchange?.response(body);
+      answered(answer.head.status, headers, body, answer.head.statusText);
+      done({ status: answer.head.status, bytes_in: body.length });
+      return { status: answer.head.status, headers, body };
     }
     const target = await this.resolve(host, port, req.identity);
     if ('refused' in target) {
@@ -204,6 +307,7 @@ export class EgressService {
       // The core buffers an integration's answer: it arrives here whole, so its first token is its last.
       exchange?.head(res.status, header(res.headers['content-type']), header(res.headers['content-encoding']));
       exchange?.response(res.body);
+      answered(res.status, res.headers, res.body, res.statusText);
       done({ status: res.status, bytes_in: res.body.length });
       return res;
     } catch (err) {
@@ -238,7 +342,12 @@ export class EgressService {
           });
           res.on('end', () => {
             clearTimeout(timer);
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
+            resolve({
+              status: res.statusCode ?? 0,
+              statusText: res.statusMessage ?? '',
+              headers: res.headers,
+              body: Buffer.concat(chunks),
+            });
           });
           res.on('error', reject);
         },

@@ -14,6 +14,9 @@ import { StreamLog } from './stream-log';
 import { AgentStepService } from './agent-steps';
 import type { ProviderCall } from '../../contract/schemas/agent';
 import { EgressService } from './egress';
+import { cassetteFolder, EgressSessions, type EgressModeSetting } from './egress-sessions';
+import { FileCassetteStore } from '../egress/cassette/store';
+import { EMULATOR_VERSION } from '../version';
 import { retryPolicy } from '../webhooks/schedule';
 import type { EgressRules } from '../egress/policy';
 import type { SelfEndpoint } from '../webhooks/own-inbox';
@@ -59,6 +62,8 @@ export interface DomainServices {
   readonly egress: EgressService;
   /** Agent steps from the runners' framework hooks (`GET /_emu/invocations/{id}/agent`). */
   readonly agentSteps: AgentStepService;
+  /** Each run's egress session (live, record, replay), the server's mode, and the cassette files (`.store`). */
+  readonly egressSessions: EgressSessions;
 }
 
 /** What the routes are handed: the domain's services and the process's parts, all built before it (server/index.ts). */
@@ -104,6 +109,11 @@ export interface ServiceOptions {
   self?: () => SelfEndpoint | null;
   /** A run's model calls, assembled from the egress log (the agent view's `provider_calls`; none when unset). */
   providerCalls?: (invocationId: string) => Promise<ProviderCall[]>;
+  /** The server's egress mode at start (`serve --egress-mode`, `--replay-speed`); default live at speed 1. */
+  egressMode?: EgressModeSetting;
+  /** Where cassettes live: beside workspace snippets, else under the data dir (services/egress-sessions.ts). */
+  dataDir?: string;
+  workspace?: string | null;
 }
 
 /** The egress path, built from the state (who an invocation belongs to) and the profile. */
@@ -133,11 +143,34 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
   const invocations = opts.invocations;
   const egress = opts.egressService;
   const integrations = new IntegrationService(deps, secrets, egress);
+  const egressSessions = new EgressSessions({
+    deps,
+    egress,
+    invocations,
+    secrets: (tenant) => secrets.reveal(tenant),
+    store: new FileCassetteStore({
+      locate: cassetteFolder({ workspace: opts.workspace ?? null, dataDir: opts.dataDir ?? '.svc-emu' }),
+      creatorVersion: EMULATOR_VERSION,
+    }),
+    setting: opts.egressMode ?? { mode: 'live', replay_speed: 1 },
+    logger: opts.logger,
+  });
   const agentSteps = new AgentStepService(deps, {
     providerCalls: opts.providerCalls,
     onError: (message, err) => opts.logger.log('warn', message, { error: String(err) }),
   });
-  const invoke = new InvokeService(deps, opts.executor, snippets, secrets, store, invocations, integrations, new TenantSlots(), agentSteps);
+  const invoke = new InvokeService(
+    deps,
+    opts.executor,
+    snippets,
+    secrets,
+    store,
+    invocations,
+    integrations,
+    new TenantSlots(),
+    agentSteps,
+    egressSessions,
+  );
   const callbacks = new CallbackService(deps, invocations, tenants, {
     rules: opts.egress,
     retry: retryPolicy({ scale: opts.callbackRetryScale }),
@@ -156,6 +189,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     invocations,
     invoke,
     agentSteps,
+    egressSessions,
     async,
     callbacks,
     inbox: new InboxService(opts.inboxDir, tenants, deps.clock, deps.events),

@@ -14,7 +14,7 @@ const INLINE_MAX_BYTES = 8 * 1024;
 
 export type NewInvocation = Pick<
   InvocationRecord,
-  'tenant_id' | 'snippet_id' | 'snippet' | 'version' | 'env' | 'mode' | 'limits' | 'overridden' | 'parity' | 'idempotency_key'
+  'tenant_id' | 'snippet_id' | 'snippet' | 'version' | 'env' | 'mode' | 'limits' | 'overridden' | 'parity' | 'idempotency_key' | 'egress'
 > & {
   /** Async jobs: the handler's input, kept until the job has run (a restart runs it from here). */
   input?: Record<string, unknown>;

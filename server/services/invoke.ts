@@ -12,6 +12,7 @@ import { jsonValueProblem, parseHostCall } from './host-calls';
 import { BODY_LIMIT_BYTES } from '../json-text';
 import { storedInputOf } from './stored-input';
 import type { AgentStepService } from './agent-steps';
+import type { EgressSessions, RunEgress } from './egress-sessions';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -29,6 +30,8 @@ export interface InvokeRequest {
   mode: InvocationRecord['mode'];
   /** Per-run limit overrides (X-Emu-Limits, admin only): applied to this run without a new version. */
   overrides?: Partial<RunLimits>;
+  /** The run's egress mode and cassette (X-Emu-Egress-Mode, X-Emu-Cassette; admin only): services/egress-sessions.ts. */
+  egress?: RunEgress;
   idempotencyKey?: string | null;
   signal?: AbortSignal;
   onChunk?: (data: unknown) => void;
@@ -69,6 +72,8 @@ export class InvokeService {
     readonly slots: TenantSlots,
     /** Keeps and announces the agent steps the runners report (null: they are not kept). */
     private readonly agentSteps: AgentStepService | null = null,
+    /** Opens and closes each run's egress session (live, record, replay); null: calls just go out. */
+    private readonly egressSessions: EgressSessions | null = null,
   ) {}
 
   resolve(tenant: TenantRecord, name: string, env?: string, version?: number): Resolved {
@@ -146,7 +151,10 @@ export class InvokeService {
   }
 
   /** The record fields every mode shares (with the input kept for replay, secrets' values redacted). */
-  newInvocation(req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode' | 'input'>, resolved: Resolved): NewInvocation {
+  newInvocation(
+    req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode' | 'input' | 'egress'>,
+    resolved: Resolved,
+  ): NewInvocation {
     const secrets = this.secrets.reveal(req.tenant);
     return {
       tenant_id: req.tenant.id,
@@ -161,6 +169,8 @@ export class InvokeService {
       overridden: !!req.overrides && Object.keys(req.overrides).length > 0,
       parity: { ...this.executor.info.parity, reasons: [...this.executor.info.parity.reasons] },
       idempotency_key: req.idempotencyKey ?? null,
+      // Decided now, so an async job keeps the mode it was submitted with.
+      ...(this.egressSessions ? { egress: this.egressSessions.decide(resolved.version, req.egress) } : {}),
     };
   }
 
@@ -224,9 +234,15 @@ export class InvokeService {
         controller.abort();
       });
     let stepsDropped = 0;
+    let egressOpen = false;
     try {
       if (!runtime || !version)
         return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
+      // Before any code runs: the proxy and integrations.call find the run's mode (and tape) here.
+      if (this.egressSessions) {
+        await this.egressSessions.open(tenant, record, version);
+        egressOpen = true;
+      }
       const result = await this.executor.run(
         {
           invocationId: record.id,
@@ -261,6 +277,8 @@ export class InvokeService {
     } finally {
       hooks.signal?.removeEventListener('abort', onAbort);
       this.controllers.delete(record.id);
+      // Awaited: the run's calls are in its blob (and a record run's in the cassette) before its record is finished.
+      if (egressOpen) await this.egressSessions!.close(record.id, tenant);
       // Not awaited: the steps stay readable from memory until their blob is written (server/services/agent-steps.ts).
       void this.agentSteps?.close(record.id, stepsDropped);
     }

@@ -37,6 +37,8 @@ export interface VersionCommit {
    * version's sandbox then, beside the durable write.
    */
   onChecked?: (planned: PlannedVersion) => void;
+  /** `egress` of the snippet.json (workspace versions): kept on the version; a change makes a new version. */
+  egress?: VersionRecord['egress'];
 }
 
 /** A version about to be written: what starting its sandbox needs. */
@@ -256,7 +258,7 @@ export class SnippetService {
     source: 'api' | 'workspace' = 'api',
     opts: VersionCommit = {},
   ): Promise<VersionView & { unchanged?: boolean }> {
-    const { reuseUnchanged = false, deploy = [], superseded, onChecked } = opts;
+    const { reuseUnchanged = false, deploy = [], superseded, onChecked, egress } = opts;
     const snippet = this.get(tenant, idOrName);
     const current = this.deps.repo.read((db) => db.tenants.find((t) => t.id === tenant.id)) ?? tenant;
     const limits = this.checkLimits(current, body);
@@ -268,7 +270,8 @@ export class SnippetService {
     const bundleHash = sha256Hex(JSON.stringify({ entrypoint, files: manifest.map((f) => [f.path, f.sha256]) }));
     if (reuseUnchanged) {
       const latest = this.findVersion(snippet, snippet.latest_version);
-      if (latest && latest.sha256 === bundleHash && LIMIT_FIELDS.every((f) => latest[f] === limits[f])) {
+      const sameEgress = JSON.stringify(latest?.egress ?? null) === JSON.stringify(egress ?? null);
+      if (latest && latest.sha256 === bundleHash && LIMIT_FIELDS.every((f) => latest[f] === limits[f]) && sameEgress) {
         return { ...this.versionView(snippet, latest), unchanged: true };
       }
     }
@@ -291,6 +294,7 @@ export class SnippetService {
         size_bytes: size,
         ...limits,
         source,
+        ...(egress ? { egress } : {}),
         created_at: now,
       };
       db.versions.push(rec);

@@ -4,6 +4,7 @@ import { join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { NAME_RE } from '../../contract/schemas/common';
 import { BUNDLE_MAX_BYTES, BUNDLE_MAX_FILES, CreateSnippet, Limits } from '../../contract/schemas/snippets';
+import { SnippetEgress } from '../../contract/schemas/cassette';
 import { describeJsonError } from '../storage/atomic-file';
 import { inspect, readInspected, tooLarge, type SkippedEntry } from './safe-read';
 
@@ -21,6 +22,8 @@ export const SnippetJson = z
     max_memory_mb: Limits.max_memory_mb.optional(),
     max_cpu_percent: Limits.max_cpu_percent.optional(),
     deploy: z.array(z.string()).optional(),
+    /** Record and replay of outbound calls (contract/schemas/cassette.ts): mode, cassette, matchers. */
+    egress: SnippetEgress.optional(),
   })
   .strict();
 export type SnippetJson = z.infer<typeof SnippetJson>;
@@ -59,6 +62,8 @@ export interface FolderLimits {
 export const FOLDER_LIMITS: FolderLimits = { maxDepth: 16, maxEntries: 5000, maxSnippetJsonBytes: 64 * 1024 };
 
 const SKIP_DIRS = new Set(['node_modules', '__pycache__']);
+/** A snippet folder's `cassettes/` holds its recorded outbound calls (docs/cassettes.md): never part of a version. */
+export const CASSETTES_DIR = 'cassettes';
 const BUNDLE_LIMIT = '1 MiB bundle limit';
 
 /** A refusal that stops reading the folder: the previous version keeps serving. */
@@ -93,7 +98,8 @@ export async function exceedsEntries(dir: string, limits: Pick<FolderLimits, 'ma
     if (!handle) return false;
     for await (const e of handle) {
       if (++entries > limits.maxEntries) return true;
-      if (depth >= limits.maxDepth || e.name.startsWith('.') || SKIP_DIRS.has(e.name)) continue;
+      if (depth >= limits.maxDepth || e.name.startsWith('.') || SKIP_DIRS.has(e.name) || (depth === 0 && e.name === CASSETTES_DIR))
+        continue;
       if ((await isDir(e, join(at, e.name))) && (await walk(join(at, e.name), depth + 1))) return true;
     }
     return false;
@@ -154,6 +160,7 @@ export async function readSnippetFolder(
         continue;
       }
       if (it.kind === 'dir') {
+        if (depth === 0 && e.name === CASSETTES_DIR) continue; // recorded calls, not code: a record run's write makes no version
         if (SKIP_DIRS.has(e.name)) notes.push(`${rel}/ ignored`);
         else if (depth >= limits.maxDepth) {
           const reason = `a folder ${depth + 1} levels down: the loader reads ${limits.maxDepth} levels at most; flatten the folder`;

@@ -419,6 +419,7 @@ export class WorkspaceLoader {
         },
         'workspace',
         {
+          ...(settings.egress ? { egress: settings.egress } : {}),
           reuseUnchanged: true,
           deploy: targets,
           superseded: () => this.generation.get(folder) !== generation,
@@ -443,6 +444,7 @@ export class WorkspaceLoader {
         error: null,
         load_ms: Math.round((performance.now() - began) * 10) / 10,
         notes,
+        egress: settings.egress ?? null,
         skipped,
       });
       if (!version.unchanged) {
@@ -507,8 +509,11 @@ export class WorkspaceLoader {
   }
 }
 
-/** What never reaches a bundle, so its changes load nothing: node_modules, __pycache__, dotfiles (editor swap files included). */
-const LEFT_OUT = /(^|[/\\])(node_modules|__pycache__|\.[^/\\]+)([/\\]|$)/;
+/**
+ * What never reaches a bundle, so its changes load nothing: node_modules, __pycache__, dotfiles (editor swap
+ * files included), and a snippet folder's cassettes/ (a record run writing one makes no version: ./folder.ts).
+ */
+const LEFT_OUT = /(^|[/\\])(node_modules|__pycache__|\.[^/\\]+)([/\\]|$)|^[^/\\]+[/\\]cassettes([/\\]|$)/;
 
 /** The first problem of a refused version, with its file and line when the code check gave them. */
 function problemOf(err: DomainError): FolderProblem {

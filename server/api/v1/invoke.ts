@@ -6,6 +6,8 @@ import { LIMIT_OVERRIDE_KEYS } from '../../../contract/schemas/invocations';
 import { PROBLEMS } from '../../../contract/problems';
 import type { Outcome } from '../../../executor';
 import { runHeaders, streamInvocation } from './stream';
+import type { EgressMode } from '../../../contract/schemas/cassette';
+import type { RunEgress } from '../../services/egress-sessions';
 
 /** A sync run's failed outcome → its problem: the status and title its code has in contract/problems.ts (docs/contract.md, "Invoke"). */
 const outcomeProblem = (outcome: Exclude<Outcome, 'success'>) => ({
@@ -32,12 +34,32 @@ export function parseLimitOverrides(header: string | undefined, adminHeader: str
   return out;
 }
 
+/**
+ * `X-Emu-Egress-Mode` and `X-Emu-Cassette` (their forms checked by the header schema): this run's egress
+ * mode and cassette (services/egress-sessions.ts), only with the admin token in X-Emu-Admin.
+ */
+export function parseRunEgress(
+  headers: { 'x-emu-egress-mode'?: EgressMode; 'x-emu-cassette'?: string; 'x-emu-admin'?: string },
+  adminToken: string,
+): RunEgress | undefined {
+  const mode = headers['x-emu-egress-mode'];
+  const cassette = headers['x-emu-cassette'];
+  if (!mode && !cassette) return undefined;
+  const admin = headers['x-emu-admin'];
+  if (!admin || !secretEquals(admin, adminToken)) {
+    const which = mode ? 'X-Emu-Egress-Mode' : 'X-Emu-Cassette';
+    throw new ApiError(403, 'forbidden', 'Forbidden', `${which} is an emulator power: send the admin token as X-Emu-Admin too`);
+  }
+  return { ...(mode ? { mode } : {}), ...(cassette ? { cassette } : {}) };
+}
+
 /** The handlers of `/v1/invoke` and `/v1/invocations` (their specs: contract/v1/invocations.ts). */
 export const invokeRoutes = [
   implement(invocations.invoke, async ({ services, tenant, params, query, body, headers, ctx }) => {
     // X-Invoke-Mode: absent = sync; `async` or `stream`; anything else (`sync` included) is a 400 of the header schema.
     const mode = headers['x-invoke-mode'] ?? 'sync';
     const overrides = parseLimitOverrides(headers['x-emu-limits'], headers['x-emu-admin'], services.facts.adminToken);
+    const egress = parseRunEgress(headers, services.facts.adminToken);
     const idempotencyKey = headers['idempotency-key'] ?? null;
     if (mode === 'stream') {
       return streamInvocation(services, ctx, {
@@ -47,6 +69,7 @@ export const invokeRoutes = [
         version: query.version,
         input: body,
         overrides,
+        egress,
         idempotencyKey,
       });
     }
@@ -60,6 +83,7 @@ export const invokeRoutes = [
         version: query.version,
         input,
         overrides,
+        egress,
         idempotencyKey,
         callbackUrl,
       });
@@ -79,6 +103,7 @@ export const invokeRoutes = [
       input: body,
       mode: 'sync',
       overrides,
+      egress,
     });
     const view = await services.invocations.view(record);
     const replyHeaders = { ...runHeaders(record), ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) };
