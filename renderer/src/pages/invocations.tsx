@@ -248,7 +248,7 @@ export function Invocations(_props: { params: string[] }) {
         (filtered ? <NoMatch onClear={() => setFilters({ snippet: '', status: '' })} /> : <NoInvocations />)}
       {rows !== null && rows.length > 0 && (
         <div className="inv-list-wrap">
-          <div className="inv-row inv-head" aria-hidden="true">
+          <div className={`inv-row inv-head${selecting ? ' inv-head-selecting' : ''}`} aria-hidden="true">
             <span>Outcome</span>
             <span>Snippet</span>
             <span>Mode</span>

@@ -336,6 +336,8 @@ function ArchivePreview({ file, preview }: { file: File; preview: Preview }) {
 
 function ImportReportView({ report: r }: { report: StateImportReport }) {
   const counts = Object.entries(r.counts).filter(([, n]) => n > 0);
+  // The place the old state went is said once, above.
+  const notes = r.notes.filter((n) => !r.replaced || !n.includes(r.replaced));
   return (
     <div className="op-once" role="status" data-testid="import-report" style={{ marginTop: 12 }}>
       <p>
@@ -347,15 +349,13 @@ function ImportReportView({ report: r }: { report: StateImportReport }) {
       {counts.length === 0 ? (
         <EmptyState title="The archive was empty" />
       ) : (
-        <ul className="op-chips" data-testid="import-counts">
+        <p className="op-chips" data-testid="import-counts">
           {counts.map(([k, n]) => (
-            <li key={k}>
-              <code>
-                {n} {k.replace(/_/g, ' ')}
-              </code>
-            </li>
+            <code key={k}>
+              {n} {k.replace(/_/g, ' ')}
+            </code>
           ))}
-        </ul>
+        </p>
       )}
       {r.replaced && (
         <p>
@@ -375,9 +375,9 @@ function ImportReportView({ report: r }: { report: StateImportReport }) {
       {r.secrets.new_webhook_secrets.length > 0 && (
         <p>New webhook signing secret made for: {r.secrets.new_webhook_secrets.join(', ')} (receivers must verify with the new one).</p>
       )}
-      {r.notes.length > 0 && (
+      {notes.length > 0 && (
         <ul>
-          {r.notes.map((n) => (
+          {notes.map((n) => (
             <li key={n}>{n}</li>
           ))}
         </ul>
