@@ -9,6 +9,7 @@ import { notFound } from '../domain/errors';
 import type { DomainServices } from '../services';
 import type { InvocationView } from '../services/invocations';
 import type { StreamEvent } from '../services/stream-log';
+import { redactSecrets } from '../services/stored-input';
 import type { CapsRecord, InvocationRecord, SnippetRecord, TenantRecord, VersionRecord } from '../storage/schema';
 
 /** Everything the report shows about one invocation, read once (server/report/html.ts renders it). */
@@ -33,9 +34,14 @@ export interface ReportItem {
   agent: AgentRun | null;
 }
 
-export type ReportServices = Pick<DomainServices, 'invocations' | 'snippets' | 'streams' | 'agentSteps' | 'egress'>;
+export type ReportServices = Pick<DomainServices, 'invocations' | 'snippets' | 'streams' | 'agentSteps' | 'egress' | 'secrets'>;
 
-/** Reads one invocation's report data; unknown ids are 404 (any tenant's: the operator's view). */
+/**
+ * Reads one invocation's report data; unknown ids are 404 (any tenant's: the operator's view). The file is
+ * meant to leave the machine: every value of the tenant's secrets is replaced by `[secret NAME]` wherever
+ * the run put it (output, error, logs, frames, agent steps, calls), as the stored input already is. The
+ * version's code is left as written (it is what reruns).
+ */
 export async function collectItem(deps: CoreDeps, services: ReportServices, id: string): Promise<ReportItem> {
   const record = services.invocations.byId(id);
   const found = deps.repo.read((db) => {
@@ -56,9 +62,11 @@ export async function collectItem(deps: CoreDeps, services: ReportServices, id: 
     found.version ? services.snippets.readFiles(found.version) : Promise.resolve(null),
   ]);
   const v = found.version;
+  const secrets = services.secrets.reveal(found.tenant);
+  const r = <T>(value: T): T => redactSecrets(value, secrets) as T;
   return {
-    view,
-    record,
+    view: r(view),
+    record: r(record),
     tenant: { name: found.tenant.name, caps: { ...found.tenant.caps } },
     snippet: {
       name: found.snippet?.name ?? record.snippet,
@@ -77,14 +85,14 @@ export async function collectItem(deps: CoreDeps, services: ReportServices, id: 
             files,
           }
         : null,
-    logs: { text: logs.logs, truncated: logs.truncated },
+    logs: { text: r(logs.logs), truncated: logs.truncated },
     timeline: timeline as ReportItem['timeline'],
-    evidence: record.error?.evidence ?? null,
+    evidence: r(record.error?.evidence ?? null),
     stored,
-    har,
-    egressLog: services.egress.log.list({ invocation_id: record.id }).reverse(),
-    stream,
-    agent,
+    har: r(har),
+    egressLog: r(services.egress.log.list({ invocation_id: record.id }).reverse()),
+    stream: r(stream),
+    agent: r(agent),
   };
 }
 
