@@ -207,6 +207,9 @@ describe('record, then replay with the provider gone', () => {
       return v.length > before.length && v;
     });
     expect(after).toEqual([...before, before[before.length - 1]! + 1]);
+    // And the cassette is not part of the new version's files.
+    const v = await core.call('GET', `/v1/snippets/${name}/versions/${after[after.length - 1]}`);
+    expect(Object.keys(v.json.files).sort()).toEqual(['NOTES.md', 'index.ts']);
   });
 
   it('a secret echoed in a body is recorded redacted', async () => {
