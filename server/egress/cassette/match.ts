@@ -25,9 +25,13 @@ export interface NormalisedRequest {
   /** Sorted by name then value; `ignore_query` names left out. */
   query: [string, string][];
   body: NormalBody;
+  /** The key without the body: equal `head`s are worth comparing bodies for. */
+  head: string;
   /** Equal keys match. */
   key: string;
 }
+
+export type NormalisedHead = Omit<NormalisedRequest, 'body' | 'key'>;
 
 /** Put in place of an ignored array item (an ignored object field is left out). */
 const IGNORED = '<ignored>';
@@ -84,7 +88,8 @@ function normalBody(text: string, ignore: readonly string[]): NormalBody {
   return { kind: 'text', text };
 }
 
-export function normalise(req: MatchInput, match: CassetteMatch): NormalisedRequest {
+/** Method, host (with `match.host`), path and query: cheap, no body parsing. */
+export function normaliseHead(req: Omit<MatchInput, 'body'>, match: CassetteMatch): NormalisedHead {
   let host: string | null = null;
   let path = req.url;
   let query: [string, string][] = [];
@@ -99,10 +104,14 @@ export function normalise(req: MatchInput, match: CassetteMatch): NormalisedRequ
     /* not an absolute URL: compared as written */
   }
   const method = req.method.toUpperCase();
+  return { method, host, path, query, head: JSON.stringify([method, host, path, query]) };
+}
+
+export function normalise(req: MatchInput, match: CassetteMatch): NormalisedRequest {
+  const head = normaliseHead(req, match);
   const body = normalBody(req.body, match.ignore_body_fields);
   const bodyKey = body.kind === 'none' ? '' : body.kind === 'json' ? `json:${JSON.stringify(body.value)}` : `text:${body.text}`;
-  const key = JSON.stringify([method, host, path, query, bodyKey]);
-  return { method, host, path, query, body, key };
+  return { ...head, body, key: `${head.head}\n${bodyKey}` };
 }
 
 // ---- differences, in plain words ----

@@ -1,6 +1,6 @@
 import { CassetteMatch, type Cassette, type HarEntry } from '../../../contract/schemas/cassette';
 import { bodyToHar, harBodyBytes } from './har';
-import { bodyText, differences, matchInputOfEntry, normalise, type NormalisedRequest } from './match';
+import { bodyText, differences, matchInputOfEntry, normalise, normaliseHead, type NormalisedHead, type NormalisedRequest } from './match';
 import { urlMarkers, type ByteRedactor } from './redact';
 import { DEFAULT_MAX_BODY_BYTES } from './tape';
 import type { CallRequest, CallResponseHead, Player, Redactor, ReplayAnswer, ReplayMiss } from './types';
@@ -21,9 +21,14 @@ export interface PlayerOptions {
 
 interface Item {
   entry: HarEntry;
-  norm: NormalisedRequest;
+  /** Method, path, query: computed up front (cheap); the body only when a call gets this far (`normOf`). */
+  head: NormalisedHead;
+  norm: NormalisedRequest | null;
   used: boolean;
 }
+
+/** At most this many recorded calls have their bodies compared to name the closest one. */
+const MAX_COMPARED = 50;
 
 const describe = (e: HarEntry): string => `${e.request.method} ${e.request.url}`;
 
@@ -71,7 +76,8 @@ export function createPlayer(opts: PlayerOptions): Player {
   const speed = opts.speed;
   const items: Item[] = opts.cassette.log.entries.map((entry) => ({
     entry,
-    norm: normalise(matchInputOfEntry(entry), match),
+    head: normaliseHead(entry.request, match),
+    norm: null,
     used: false,
   }));
   const episodes = new Map<string, Item[]>();
@@ -99,6 +105,9 @@ export function createPlayer(opts: PlayerOptions): Player {
     return { method: req.method, url, body: bodyText(har.text, har.encoding) };
   };
 
+  const normOf = (it: Item): NormalisedRequest => (it.norm ??= normalise(matchInputOfEntry(it.entry), match));
+  const matches = (it: Item, norm: NormalisedRequest): boolean => it.head.head === norm.head && normOf(it).key === norm.key;
+
   const miss = (req: CallRequest, norm: NormalisedRequest, pool: Item[], why: string): ReplayMiss => {
     const what = `${req.method.toUpperCase()} ${urlMarkers(opts.redactor.text(req.url).text)}`;
     if (pool.length === 0) {
@@ -107,10 +116,21 @@ export function createPlayer(opts: PlayerOptions): Player {
         closest: null,
       };
     }
-    let best = pool[0] as Item;
-    let bestDiff = differences(best.norm, norm);
-    for (const it of pool.slice(1)) {
-      const d = differences(it.norm, norm);
+    // Same method and path first: only their bodies are compared (a miss in a big cassette stays cheap).
+    // Otherwise the few whose method, path, host and query differ least (bodies are the costly part).
+    const near = pool.filter((it) => it.head.method === norm.method && it.head.path === norm.path);
+    const bare = (h: NormalisedHead): NormalisedRequest => ({ ...h, body: { kind: 'none' }, key: h.head });
+    const byHead = (list: Item[]) =>
+      list
+        .map((it) => ({ it, d: differences(bare(it.head), bare(norm)).distance }))
+        .sort((a, b) => a.d - b.d)
+        .slice(0, MAX_COMPARED)
+        .map((x) => x.it);
+    const candidates = byHead(near.length > 0 ? near : pool);
+    let best = candidates[0] as Item;
+    let bestDiff = differences(normOf(best), norm);
+    for (const it of candidates.slice(1)) {
+      const d = differences(normOf(it), norm);
       if (d.distance < bestDiff.distance) {
         best = it;
         bestDiff = d;
@@ -150,7 +170,7 @@ export function createPlayer(opts: PlayerOptions): Player {
       const norm = normalise(liveInput(req), match);
       if (items.length === 0) return miss(req, norm, [], `${cassetteName} holds no calls`);
       if (!match.order) {
-        const same = items.filter((it) => it.norm.key === norm.key);
+        const same = items.filter((it) => matches(it, norm));
         const pick = same.find((it) => !it.used) ?? same[same.length - 1];
         if (pick) {
           pick.used = true;
@@ -161,7 +181,7 @@ export function createPlayer(opts: PlayerOptions): Player {
       if (!episode) {
         const lists = [...episodes.values()];
         const firsts = lists.map((list) => list[0] as Item);
-        const starting = lists.filter((list) => list[0]?.norm.key === norm.key);
+        const starting = lists.filter((list) => list[0] !== undefined && matches(list[0], norm));
         const newest = starting[starting.length - 1];
         if (!newest) return miss(req, norm, firsts, `match order is on, and no recorded run begins with this call`);
         episode = newest;
@@ -171,7 +191,7 @@ export function createPlayer(opts: PlayerOptions): Player {
       if (!expected) {
         return miss(req, norm, [], `match order is on, and the recorded run made only ${episode.length} call(s); this is call ${n + 1}`);
       }
-      if (expected.norm.key !== norm.key)
+      if (!matches(expected, norm))
         return miss(req, norm, [expected], `match order is on, and this is call ${cursor + 1} of the recorded run`);
       cursor++;
       expected.used = true;

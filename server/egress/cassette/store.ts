@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { CASSETTE_FORMAT, CASSETTE_NAME_RE, CassetteMatch, type Cassette, type HarEntry } from '../../../contract/schemas/cassette';
 import { readFileIfExists, writeFileAtomic } from '../../storage/atomic-file';
 import { cassetteText, emptyCassette, episodesOf, parseCassette } from './har';
-import { matchInputOfEntry, normalise } from './match';
+import { matchInputOfEntry, normalise, normaliseHead } from './match';
 import { CassetteError, type CassetteFile, type CassetteRef, type CassetteStore } from './types';
 
 export interface FileCassetteStoreOptions {
@@ -76,12 +76,13 @@ export class FileCassetteStore implements CassetteStore {
       const m = CassetteMatch.parse({ ...current.log._svcEmu.match, ...match });
       const incoming = [...entries].sort((a, b) => a._svcEmu.seq - b._svcEmu.seq);
       const runs = new Set(incoming.map((e) => e._svcEmu.invocation_id));
-      const keys = new Set(incoming.map((e) => normalise(matchInputOfEntry(e), m).key));
+      const norms = incoming.map((e) => normalise(matchInputOfEntry(e), m));
+      const heads = new Set(norms.map((x) => x.head));
+      const keys = new Set(norms.map((x) => x.key));
       // An earlier episode's call with the same request is replaced by the new recording of it; a run
-      // merged again replaces its own episode whole.
-      const kept = current.log.entries.filter(
-        (e) => !runs.has(e._svcEmu.invocation_id) && !keys.has(normalise(matchInputOfEntry(e), m).key),
-      );
+      // merged again replaces its own episode whole. (Bodies are compared only where method, path and query agree.)
+      const sameCall = (e: HarEntry) => heads.has(normaliseHead(e.request, m).head) && keys.has(normalise(matchInputOfEntry(e), m).key);
+      const kept = current.log.entries.filter((e) => !runs.has(e._svcEmu.invocation_id) && !sameCall(e));
       const cassette: Cassette = {
         ...current,
         log: {
