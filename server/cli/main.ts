@@ -317,6 +317,8 @@ function completionCommands(): Record<string, { subs?: string[]; flags: readonly
     logs: { flags: flagsOf('logs') },
     list: { flags: flagsOf('list') },
     invocations: { flags: flagsOf('invocations') },
+    report: { flags: flagsOf('report') },
+    'import-report': { flags: flagsOf('import-report') },
   };
 }
 
