@@ -177,6 +177,23 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     const replayed = p.page.getByTestId('inv-egress');
     expect(await text(replayed, 'the replayed run’s card')).toContain('chosen by this run');
     expect(await replayed.getByTestId('egress-counts').innerText()).toMatch(/1 replayed/);
+
+    // A call the cassette has no answer for: the run's page lists it with the message naming the closest one.
+    const miss = await gui.core.call(
+      'POST',
+      '/v1/invoke/caller',
+      { url: upstreamUrl.replace('oslo', 'bergen') },
+      { headers: { 'x-emu-egress-mode': 'replay', 'x-emu-admin': gui.core.admin } },
+    );
+    expect(miss.status, miss.text).toBe(200);
+    expect(miss.json.status).toBe(502); // the proxy's answer to a miss
+    expect(upstreamHits).toBe(hits);
+    await p.go(`invocation/${miss.headers.get('x-invocation-id')}`);
+    expect(await text(p.page.getByTestId('egress-counts'), 'the counts')).toContain('1 unmatched');
+    const unmatched = await text(p.page.getByTestId('egress-unmatched'), 'the unmatched call');
+    expect(unmatched).toContain('city=bergen');
+    expect(unmatched).toMatch(/oslo/); // the closest recording, and how it differs
+    await p.screenshot('invocation-egress-unmatched');
     expect(p.errors).toEqual([]);
   }, 90_000);
 

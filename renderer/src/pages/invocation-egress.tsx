@@ -58,7 +58,7 @@ export function EgressCard({ inv }: { inv: InvocationDetail }) {
       </dl>
       {failedCalls > 0 && (
         <div data-testid="egress-unmatched">
-          <h3>{e.unmatched > 0 ? 'Calls with no recorded answer' : 'Calls not recorded'}</h3>
+          <h3 className="inv-egress-h3">{e.unmatched > 0 ? 'Calls with no recorded answer' : 'Calls not recorded'}</h3>
           {log.state === 'ok' && log.data.length > 0 ? (
             <ul className="inv-egress-misses">
               {log.data.map((c) => (
