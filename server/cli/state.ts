@@ -11,6 +11,9 @@ import { writeFileAtomic } from '../storage/atomic-file';
 import { EMULATOR_VERSION } from '../version';
 import { ArchiveError, buildArchive, parseArchive } from '../state/archive';
 import { takeSnapshot } from '../state/service';
+import { cassetteLister } from '../state/wiring';
+import { FileCassetteStore } from '../egress/cassette/store';
+import { cassetteFolder } from '../services/egress-sessions';
 import { checkImportTarget, importIntoDataDir, prepareImport, StateNotEmptyError } from '../state/restore';
 import type { Target } from './locate';
 
@@ -199,7 +202,13 @@ export async function exportOnFiles(paths: DataDirPaths, passphrase: string | un
   try {
     const { deps } = await openState(paths.root);
     try {
-      const snap = await takeSnapshot(deps, { inbox: fileInbox(paths.root), egress: null, cassettes: null, dataDir: paths.root });
+      // The data dir's own cassettes (snippets made over the API); a workspace's live beside its snippets, committed with them.
+      const store = new FileCassetteStore({
+        locate: cassetteFolder({ workspace: null, dataDir: paths.root }),
+        creatorVersion: EMULATOR_VERSION,
+      });
+      const cassettes = { list: cassetteLister(store), put: async () => {} };
+      const snap = await takeSnapshot(deps, { inbox: fileInbox(paths.root), egress: null, cassettes, dataDir: paths.root });
       return await buildArchive(snap, { passphrase, now: deps.clock(), emulatorVersion: EMULATOR_VERSION });
     } finally {
       await deps.repo.close();

@@ -17,6 +17,7 @@ import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { runCli } from '../helpers/cli';
 import { expectProblem } from '../api/_util';
 import { readTar } from '../../server/state/tar';
+import { emptyCassette } from '../../server/egress/cassette/har';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -149,6 +150,24 @@ describe('state export → import', () => {
     expect((await a.call('PUT', '/v1/secrets/API_TOKEN', { value: token })).status).toBeLessThan(300);
     expect((await a.call('PUT', '/v1/secrets/OTHER', { value: other })).status).toBeLessThan(300);
     expect((await a.call('PUT', '/v1/store/greeting', { value: { hello: 'world' } })).status).toBeLessThan(300);
+    // A cassette (under the data dir: the snippet was made over the API), a fault rule, an inbox's chosen answer.
+    const cassette = emptyCassette({ tenant: 'local', snippet: 'job' }, 'test');
+    const put = await a.call('PUT', '/_emu/snippets/job/cassettes/demo', cassette, { key: a.admin });
+    expect(put.status, put.text).toBe(200);
+    const fault = await a.call(
+      'POST',
+      '/_emu/egress/faults',
+      { host: 'api.example.com', action: { type: 'status', status: 503 } },
+      { key: a.admin },
+    );
+    expect(fault.status, fault.text).toBeLessThan(300);
+    const answer = await a.call(
+      'PUT',
+      '/_emu/inbox/qa/response',
+      { status: 503, times: null, retry_after_seconds: null },
+      { key: a.admin },
+    );
+    expect(answer.status, answer.text).toBe(200);
     const webhook = (await a.call('GET', '/v1/tenant/webhook-secret')).json.secret as string;
     secrets = { values: [token, other, a.key], webhook };
     // 5 callbacks: the run ends, the receiver answers 500, the next attempt is planned ~2 s out.
@@ -263,6 +282,12 @@ describe('state export → import', () => {
   }, 120_000);
 
   async function expectImported(b: TestCore, deliveredBefore: number): Promise<void> {
+    // What lives outside db.json came along: the cassette, the fault rule, the inbox's answer.
+    const cassettes = await b.call('GET', '/_emu/snippets/job/cassettes', undefined, { key: b.admin });
+    expect(cassettes.json.data.map((c: { name: string }) => c.name)).toEqual(['demo']);
+    const faults = await b.call('GET', '/_emu/egress/faults', undefined, { key: b.admin });
+    expect(faults.json.data).toEqual([expect.objectContaining({ host: 'api.example.com', action: { type: 'status', status: 503 } })]);
+    expect((await b.call('GET', '/_emu/inbox/qa', undefined, { key: b.admin })).json.response.status).toBe(503);
     // All 20 queued jobs (and the one that was running, again: at-least-once) run to success.
     for (const id of [...queuedIds, gateId]) {
       const rec = await until(`job ${id} finished`, async () => {
