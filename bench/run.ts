@@ -3,7 +3,7 @@
 // within one run are what to compare: these machines are noisy. With no name it runs the speed suite
 // (every part: bench/speed.ts); a part runs alone by its name (warm, throughput, cold, agents, fidelity,
 // durability, footprint, live); `executor`, `agents` and `workspace` name the parts that replaced those
-// suites; `all` adds control_plane, async, stream, egress and gui. `--quick` runs every part with few
+// suites; `all` adds control_plane, async, stream, egress, gui and state (export/import of 1,000 runs). `--quick` runs every part with few
 // iterations: to check the bench works, not to measure.
 // `npm run bench -- soak [--hello N] [--logs N] [--baseline N]` runs the soak (only when named: it takes
 // minutes); the defaults are 100,000 hellos, 2,000 1 MB-log calls and the baseline after 5,000.
@@ -19,6 +19,7 @@ import { egressBench } from './egress';
 import { guiBench } from './gui';
 import { soakBench } from './soak';
 import { profileBench } from './profile';
+import { stateBench } from './state';
 import { SPEED_PARTS, speedBench } from './speed';
 import { ROOT } from './lib';
 
@@ -36,6 +37,7 @@ const suites: Record<string, (o: SuiteOptions) => Promise<unknown>> = {
   stream: (o) => streamBench({ iterations: Math.min(o.quick ? 50 : o.iterations, 500) }),
   egress: (o) => egressBench({ iterations: Math.min(o.quick ? 100 : o.iterations, 1000) }),
   gui: (o) => guiBench({ loads: o.quick ? 3 : 20, keystrokes: o.quick ? 50 : 300 }),
+  state: (o) => stateBench({ invocations: o.quick ? 100 : 1000 }),
   soak: (o) => soakBench(o.soak),
   profile: (o) => profileBench({ invokes: o.invokes, log }),
 };
@@ -46,7 +48,7 @@ const ALIASES: Record<string, string[]> = {
   workspace: ['live'],
 };
 /** `all`: the speed suite and these. */
-const ALL = ['control_plane', 'async', 'stream', 'egress', 'gui'];
+const ALL = ['control_plane', 'async', 'stream', 'egress', 'gui', 'state'];
 
 async function main() {
   const { values, positionals } = parseArgs({

@@ -1,5 +1,5 @@
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { STATE_FORMAT_VERSION, type StateImportReport } from '../../contract/emu/state';
 import type { SecretBox } from '../crypto/secret-box';
@@ -116,6 +116,39 @@ export function stateEmptiness(db: Readonly<DbData>): { empty: boolean; why: str
   return { empty: why.length === 0, why };
 }
 
+/**
+ * Writes many files durably without paying two fsyncs each in turn (1,000 blobs one by one took ~20 s
+ * here): each is written to a temp name and fdatasync'd, many at once (the file system commits them
+ * together), then renamed, then each directory synced once. Files already there are left as they are
+ * (blobs are content-addressed: same name, same bytes).
+ */
+export async function writeFilesDurably(files: readonly (readonly [string, Uint8Array])[], concurrency = 32): Promise<void> {
+  const dirs = new Set<string>();
+  let next = 0;
+  const worker = async () => {
+    while (next < files.length) {
+      const [path, data] = files[next++]!;
+      if (await exists(path)) continue;
+      const dir = dirname(path);
+      if (!dirs.has(dir)) {
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        dirs.add(dir);
+      }
+      const tmp = `${path}.tmp-${randomBase62(6)}`;
+      const fh = await open(tmp, 'w', 0o600);
+      try {
+        await fh.writeFile(data);
+        await fh.datasync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, path);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));
+  await Promise.all([...dirs].map((d) => syncDir(d)));
+}
+
 /** Cassettes, fault rules, the egress mode and the inbox's answers: applied by the next core to start (server/state/service.ts). */
 export const PENDING_IMPORT_FILE = 'state-import-pending.json';
 export const PendingImport = z.object({ extras: Extras, cassettes: z.array(ArchivedCassette) });
@@ -176,14 +209,10 @@ export async function importIntoDataDir(
   try {
     await mkdir(staging, { mode: 0o700 });
     await writeFileAtomic(join(staging, 'db.json'), JSON.stringify(prep.db, null, 2));
-    for (const [hash, data] of prep.parsed.blobs) {
-      await mkdir(join(staging, 'blobs', hash.slice(0, 2)), { recursive: true, mode: 0o700 });
-      await writeFile(join(staging, 'blobs', hash.slice(0, 2), hash), data, { mode: 0o600 });
-    }
-    if (prep.parsed.inbox.size) {
-      await mkdir(join(staging, 'inbox'), { mode: 0o700 });
-      for (const [name, data] of prep.parsed.inbox) await writeFile(join(staging, 'inbox', `${name}.jsonl`), data, { mode: 0o600 });
-    }
+    await writeFilesDurably([
+      ...[...prep.parsed.blobs].map(([hash, data]) => [join(staging, 'blobs', hash.slice(0, 2), hash), data] as const),
+      ...[...prep.parsed.inbox].map(([name, data]) => [join(staging, 'inbox', `${name}.jsonl`), data] as const),
+    ]);
     const pending: PendingImport = { extras: prep.parsed.extras, cassettes: prep.parsed.cassettes };
     await writeFile(join(staging, PENDING_IMPORT_FILE), JSON.stringify(pending), { mode: 0o600 });
 

@@ -10,7 +10,7 @@ import type { InboxResponse } from '../services/inbox';
 import type { DbData, TenantRecord } from '../storage/schema';
 import { EMULATOR_VERSION } from '../version';
 import { ArchiveError, blobsOf, buildArchive, parseArchive, type ArchivedCassette, type PlainSecrets, type Snapshot } from './archive';
-import { pendingImportPath, prepareImport, readPendingImport, stateEmptiness } from './restore';
+import { pendingImportPath, prepareImport, readPendingImport, stateEmptiness, writeFilesDurably } from './restore';
 
 type EgressModeSetting = z.infer<typeof EgressModeSettingSchema>;
 
@@ -179,7 +179,10 @@ export class StateService {
       const prep = prepareImport(parsed, this.deps.secretBox, now);
       const report = { ...prep.report, notes: [...prep.report.notes] };
       if (opts.replace) report.replaced = await this.keepAside(current, now);
-      for (const data of parsed.blobs.values()) await this.deps.blobs.put(data);
+      // Young files are never swept (storage/blobs.ts), so the blobs are safe until the document names them.
+      await writeFilesDurably(
+        [...parsed.blobs].map(([hash, data]) => [join(this.live.dataDir, 'blobs', hash.slice(0, 2), hash), data] as const),
+      );
       await this.deps.repo.replace(prep.db);
       await this.live.inbox.restore(parsed.inbox, parsed.extras.inbox_responses);
       await this.applyExtras(parsed.extras, parsed.cassettes, prep.db, report.notes);
