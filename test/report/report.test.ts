@@ -248,6 +248,40 @@ describe('import-report on another emulator', () => {
     expect(view.usage!.duration_ms).toBeGreaterThanOrEqual(1000);
   }, 60_000);
 
+  it('pinned overrides travel: a run under X-Emu-Limits timeout_ms=500 reruns under the same override', async ({ skip }) => {
+    if (limitsReason) return skip(limitsReason);
+    const run = await a.call('POST', '/v1/invoke/slow', {}, { headers: { 'X-Emu-Limits': 'timeout_ms=500', 'X-Emu-Admin': a.admin } });
+    expect(run.json.code, run.text).toBe('timeout');
+    const imported = await importFile(run.headers.get('x-invocation-id')!);
+    const r = await rerun(imported);
+    expect(r.rec).toMatchObject({ outcome: 'timeout', snippet: 'slow' });
+    const view = await b.client.call(operations.emuGetInvocation, { params: { id: r.rec.id } });
+    expect(view).toMatchObject({ overridden: true, overrides: { timeout_ms: 500 }, limits: { timeout_ms: 500 } });
+  }, 60_000);
+
+  it('a streamed run: the report lists its frames with their times, and the rerun streams the same chunks', async () => {
+    await makeSnippet(
+      a,
+      'ticks',
+      'export default async function* handler(input) {\n  for (let i = 0; i < input.n; i++) yield { i };\n  return { done: input.n };\n}\n',
+    );
+    const res = await fetch(`${a.url}/v1/invoke/ticks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
+      body: JSON.stringify({ n: 3 }),
+    });
+    await res.text();
+    const id = res.headers.get('x-invocation-id')!;
+    const html = (await a.call('GET', `/_emu/report?ids=${id}`, undefined, { key: a.admin })).text;
+    expect(html).toContain('Stream frames (5)');
+    expect(html).toMatch(/<td>chunk<\/td><td class="n">[\d.]+<\/td><td><code>\{&quot;data&quot;:\{&quot;i&quot;:2\}\}<\/code>/);
+    const imported = await importFile(id);
+    const r = await runCli(['invoke', '--replay', imported, '--data-dir', b.dataDir]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(', stream');
+    expect(r.stdout).toContain('{"i":2}');
+  });
+
   it('a damaged or foreign file is refused with a clear error, and nothing is created', async () => {
     const before = (await b.call('GET', '/v1/snippets')).json.data.length as number;
     const newest = async () => ((await b.call('GET', '/v1/invocations?limit=1')).json.data[0]?.id as string | undefined) ?? null;
