@@ -21,6 +21,8 @@ import { runDoctor } from './doctor';
 import { EMULATOR_VERSION } from './version';
 import { createExecutor, detectLimactl, LimaManager, pidAlive, VM_NAME } from '../executor';
 import { EgressProxy, egressSocketPath } from './egress/proxy';
+import { EgressCa } from './egress/tls/ca';
+import { TlsTerminator } from './egress/tls/terminate';
 import { WorkspaceLoader } from './workspace/loader';
 import { ExecutorSlot } from './executor-slot';
 import { terminalAccess } from './terminal/setup';
@@ -108,7 +110,22 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
     // Services are built in dependency order: the invocations first (the egress path records warnings on them).
     const invocations = new InvocationService(deps, config.historyLimit);
     const egress = egressService(deps, egressRules, (id, text) => invocations.addParityWarning(id, text));
-    const proxy = new EgressProxy(egress, egressSocketPath(paths.root));
+    // Record and replay of HTTPS: the data dir's CA (server/egress/tls/ca.ts); runners trust its bundle. Without
+    // it (an unwritable data dir) recording runs' HTTPS passes through unrecorded and replaying runs' is refused.
+    const ca = await EgressCa.open(paths.root).then(
+      (made) => ({ made, error: null }),
+      (err: Error) => {
+        logger.log('warn', 'the egress CA could not be made: HTTPS cannot be recorded or replayed', { error: err.message });
+        return { made: null, error: err.message };
+      },
+    );
+    const proxy = new EgressProxy(egress, egressSocketPath(paths.root), {
+      terminator: new TlsTerminator(ca.made, ca.error),
+      note: (id, text) => {
+        logger.log('warn', text, { invocation_id: id });
+        invocations.addParityWarning(id, text);
+      },
+    });
     await proxy.listen();
     cleanup.push(() => proxy.close());
     // Spare runners start once the core listens (CreateExecutorOptions.sparesAfter), not during its start.
@@ -121,6 +138,7 @@ export async function startEmulator(input: EmulatorConfig): Promise<RunningEmula
         logger,
         agentArgv: config.executorAgent,
         egressSocket: proxy.socketPath,
+        caBundle: ca.made?.bundlePath ?? null,
         spares: config.spares,
         sparesAfter: listening,
       });

@@ -10,6 +10,8 @@ import { answerFromCassette, headerPairs, replayedHeaders, type EgressIdentity, 
 import type { CallRequest, EgressSession, TapeCall } from './cassette/types';
 import type { FaultPlan } from './faults';
 import { PROBLEM_TYPE_BASE } from '../http/problem';
+import type { TlsTerminator } from './tls/terminate';
+import { upstreamCa } from './tls/trust';
 import { isProviderCall, type ExchangeRecorder } from './exchanges';
 
 type Gate =
@@ -79,6 +81,11 @@ export class EgressProxy {
   constructor(
     private readonly egress: EgressService,
     readonly socketPath: string,
+    /**
+     * TLS termination for recording and replaying runs (server/egress/tls/); null: every tunnel is blind.
+     * `note` is told (invocation, text) when a run's tunnel cannot be terminated (passthrough or refused).
+     */
+    private readonly tls: { terminator: TlsTerminator; note: (invocationId: string, text: string) => void } | null = null,
   ) {
     this.http.on('request', (req, res) => void this.forward(req, res));
     this.http.on('connect', (req, socket, head) => void this.tunnel(req, socket as Socket, head));
@@ -281,6 +288,8 @@ export class EgressProxy {
         setHost: false,
         // TLS the core terminated goes on over TLS, checked against the name the client asked for.
         ...(url.protocol === 'https:' && !isIP(host) ? { servername: host } : {}),
+        // The default roots, plus SVC_EMU_EXTRA_CA's in tests (server/egress/tls/trust.ts): the check stays on.
+        ...(url.protocol === 'https:' ? { ca: upstreamCa() } : {}),
       },
       (up) => {
         exchange?.head(up.statusCode ?? null, up.headers['content-type'], up.headers['content-encoding']);
@@ -396,7 +405,10 @@ export class EgressProxy {
     void req;
   }
 
-  /** HTTPS and anything else: `CONNECT host:port`, then bytes both ways (only host and port are known). */
+  /**
+   * HTTPS and anything else: `CONNECT host:port`, then bytes both ways (only host and port are known), or,
+   * for a recording or replaying run, TLS terminated by the core (server/egress/tls/terminate.ts).
+   */
   private async tunnel(req: IncomingMessage, client: Socket, head: Buffer): Promise<void> {
     const started = performance.now();
     const identity = this.identity(client);
@@ -433,6 +445,40 @@ export class EgressProxy {
       });
     };
     client.on('error', () => client.destroy());
+    // Recording or replaying: the core terminates the TLS and hands the requests inside to `forward` (faults,
+    // the profile and the tape apply to each). Live: a blind tunnel, as production has.
+    const session = this.egress.sessionFor(identity.invocation_id);
+    if (session && session.mode !== 'live') {
+      const why = this.tls ? this.tls.terminator.refusal(host, port) : 'TLS termination is off in this core';
+      if (!why) {
+        const t = await this.tls!.terminator.terminate(client, head, host, port);
+        if ('socket' in t) {
+          this.tlsOrigin.set(t.socket, { host, port });
+          this.who.set(t.socket, identity);
+          this.http.emit('connection', t.socket);
+          return;
+        }
+        this.tls!.note(
+          session.invocationId,
+          `egress: https://${host}:${port}: the core could not terminate TLS (${t.failed}); the call failed, and later tunnels to it ${session.mode === 'record' ? 'go out unrecorded' : 'are refused'}`,
+        );
+        log({ error: `TLS termination failed: ${t.failed}` });
+        return;
+      }
+      if (session.mode === 'replay') {
+        // Nothing goes out in replay: the tunnel is refused, saying why.
+        const detail = `replay: cannot replay https://${host}:${port}: ${why}; nothing goes out in replay`;
+        client.end(
+          `${statusLine(502, 'Bad Gateway', detail)}\r\nContent-Type: text/plain\r\nConnection: close\r\nX-Svc-Emu-Egress: no-tls\r\n\r\n${detail}\n`,
+        );
+        this.tls?.note(session.invocationId, `egress: ${detail}`);
+        log({ status: 502, error: detail });
+        return;
+      }
+      // Recording: the call goes out as a blind tunnel, not on the cassette, and the run says so (egress-sessions.ts counts it in `calls`).
+      session.counts.passthrough++;
+      this.tls?.note(session.invocationId, `egress: https://${host}:${port} went out as a blind tunnel, not recorded: ${why}`);
+    }
     const gate = await this.gate(host, port, plan, identity);
     if (gate.kind === 'unreachable') gate.detail = unreachableText(host, port, gate.detail);
     switch (gate.kind) {

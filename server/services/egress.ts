@@ -8,6 +8,7 @@ import { refuseAddress, type EgressRules } from '../egress/policy';
 import type { Clock } from '../core-deps';
 import type { EventBus } from '../events/bus';
 import { EXCHANGE_LIMITS, isProviderCall, ProviderExchanges } from '../egress/exchanges';
+import { upstreamCa } from '../egress/tls/trust';
 import type { CallRequest, EgressSession, ReplayAnswer, ReplayMiss } from '../egress/cassette/types';
 
 /** Who makes an outbound call. */
@@ -328,6 +329,8 @@ export class EgressService {
           agent: false,
           // Connect to the address the profile approved; TLS still checks the certificate for the name.
           lookup: (_host, opts, cb) => (opts.all ? cb(null, [target]) : cb(null, target.address, target.family)),
+          // The default roots, plus SVC_EMU_EXTRA_CA's in tests (server/egress/tls/trust.ts).
+          ...(req.url.protocol === 'https:' ? { ca: upstreamCa() } : {}),
         },
         (res) => {
           const chunks: Buffer[] = [];
