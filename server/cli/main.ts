@@ -317,6 +317,7 @@ function completionCommands(): Record<string, { subs?: string[]; flags: readonly
     logs: { flags: flagsOf('logs') },
     list: { flags: flagsOf('list') },
     invocations: { flags: flagsOf('invocations') },
+    cassettes: { flags: flagsOf('cassettes'), snippetArg: true },
     report: { flags: flagsOf('report') },
     'import-report': { flags: flagsOf('import-report') },
   };

@@ -64,7 +64,7 @@ let fake: FakeProvider;
 let core: TestCore;
 let workspace: string;
 let base: string;
-const recorded = new Map<string, { id: string; output: any }>();
+const recorded = new Map<string, { id: string; output: any; record: any }>();
 
 const adminHeaders = (mode?: string, cassette?: string) => ({
   'x-emu-admin': core.admin,
