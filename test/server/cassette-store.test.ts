@@ -363,6 +363,14 @@ describe('FileCassetteStore', () => {
     }) as ReplayAnswer;
     expect([...img.chunks[0]!.data]).toEqual([0x89, 0x50, 0x4e, 0x47]);
 
+    // one browser entry pasted into an emulator cassette gets its extension too
+    const mixed = JSON.parse(cassetteText(f!.cassette)) as { log: { entries: unknown[] } };
+    mixed.log.entries.push(chrome.log.entries[0]);
+    await writeFile(store.pathOf(ref), JSON.stringify(mixed));
+    const pasted = (await store.read(ref))!.cassette.log.entries[3]!;
+    expect(pasted._svcEmu).toMatchObject({ seq: 3, invocation_id: IMPORTED_EPISODE, chunks: [{ t_ms: 84.5, bytes: 12 }] });
+    await writeFile(store.pathOf(ref), JSON.stringify(chrome));
+
     // a merge writes it back in the emulator's own form, the imported calls kept as an episode
     const merged = await store.merge(ref, record('inv_1', [{ url: 'http://h/new', answer: 'n' }]), match);
     expect(merged.cassette.log.entries.map((e) => e._svcEmu.invocation_id)).toEqual([

@@ -77,66 +77,68 @@ const STALE_HEADERS = new Set(['content-encoding', 'content-length', 'transfer-e
  * encoding are dropped (a browser stores the body decoded).
  */
 export function fromBrowserHar(log: Log, where: { tenant: string; snippet: string }): Log {
-  const entries = arr(log.entries).map((e, i) => {
-    if (!isObj(e)) return e; // left for validation to name
-    const req = isObj(e.request) ? e.request : {};
-    const res = isObj(e.response) ? e.response : {};
-    const content = isObj(res.content) ? res.content : {};
-    const url = str(req.url, '');
-    let queryString = req.queryString;
-    if (!Array.isArray(queryString)) {
-      try {
-        queryString = [...new URL(url).searchParams].map(([name, value]) => ({ name, value }));
-      } catch {
-        queryString = [];
-      }
-    }
-    const time = Math.max(0, num(e.time, 0));
-    const size = harBodyBytes(typeof content.text === 'string' ? content.text : undefined, str(content.encoding, '')).length;
-    const status = num(res.status, 0);
-    const failure = typeof res._error === 'string' && res._error ? res._error : 'no response was recorded (status 0)';
-    const timings = isObj(e.timings) ? e.timings : {};
-    return {
-      ...e,
-      startedDateTime: str(e.startedDateTime, new Date(0).toISOString()),
-      time,
-      request: { method: 'GET', httpVersion: 'HTTP/1.1', cookies: [], headers: [], headersSize: -1, bodySize: -1, ...req, queryString },
-      response: {
-        statusText: '',
-        httpVersion: 'HTTP/1.1',
-        cookies: [],
-        redirectURL: '',
-        headersSize: -1,
-        bodySize: -1,
-        ...res,
-        status,
-        headers: arr(res.headers).filter((h) => !(isObj(h) && typeof h.name === 'string' && STALE_HEADERS.has(h.name.toLowerCase()))),
-        content: { mimeType: 'x-unknown', ...content, size },
-      },
-      cache: isObj(e.cache) ? e.cache : {},
-      timings: {
-        ...timings,
-        send: Math.max(0, num(timings.send, 0)),
-        wait: Math.max(0, num(timings.wait, time)),
-        receive: Math.max(0, num(timings.receive, 0)),
-      },
-      _svcEmu: {
-        seq: i,
-        invocation_id: IMPORTED_EPISODE,
-        source: 'snippet',
-        integration: null,
-        chunks: size > 0 ? [{ t_ms: time, bytes: size }] : [],
-        redacted: [],
-        error: status === 0 ? failure : null,
-      },
-    };
-  });
   return {
     ...log,
     version: '1.2',
     creator: isObj(log.creator) ? log.creator : { name: 'unknown', version: '' },
-    entries,
+    entries: arr(log.entries).map(fromBrowserEntry),
     _svcEmu: { format: CASSETTE_FORMAT, tenant: where.tenant, snippet: where.snippet },
+  };
+}
+
+/** One entry of a browser's HAR as a cassette entry (`seq` = its place in the file). */
+function fromBrowserEntry(e: unknown, i: number): unknown {
+  if (!isObj(e)) return e; // left for validation to name
+  const req = isObj(e.request) ? e.request : {};
+  const res = isObj(e.response) ? e.response : {};
+  const content = isObj(res.content) ? res.content : {};
+  const url = str(req.url, '');
+  let queryString = req.queryString;
+  if (!Array.isArray(queryString)) {
+    try {
+      queryString = [...new URL(url).searchParams].map(([name, value]) => ({ name, value }));
+    } catch {
+      queryString = [];
+    }
+  }
+  const time = Math.max(0, num(e.time, 0));
+  const size = harBodyBytes(typeof content.text === 'string' ? content.text : undefined, str(content.encoding, '')).length;
+  const status = num(res.status, 0);
+  const failure = typeof res._error === 'string' && res._error ? res._error : 'no response was recorded (status 0)';
+  const timings = isObj(e.timings) ? e.timings : {};
+  return {
+    ...e,
+    startedDateTime: str(e.startedDateTime, new Date(0).toISOString()),
+    time,
+    request: { method: 'GET', httpVersion: 'HTTP/1.1', cookies: [], headers: [], headersSize: -1, bodySize: -1, ...req, queryString },
+    response: {
+      statusText: '',
+      httpVersion: 'HTTP/1.1',
+      cookies: [],
+      redirectURL: '',
+      headersSize: -1,
+      bodySize: -1,
+      ...res,
+      status,
+      headers: arr(res.headers).filter((h) => !(isObj(h) && typeof h.name === 'string' && STALE_HEADERS.has(h.name.toLowerCase()))),
+      content: { mimeType: 'x-unknown', ...content, size },
+    },
+    cache: isObj(e.cache) ? e.cache : {},
+    timings: {
+      ...timings,
+      send: Math.max(0, num(timings.send, 0)),
+      wait: Math.max(0, num(timings.wait, time)),
+      receive: Math.max(0, num(timings.receive, 0)),
+    },
+    _svcEmu: {
+      seq: i,
+      invocation_id: IMPORTED_EPISODE,
+      source: 'snippet',
+      integration: null,
+      chunks: size > 0 ? [{ t_ms: time, bytes: size }] : [],
+      redacted: [],
+      error: status === 0 ? failure : null,
+    },
   };
 }
 
@@ -172,6 +174,10 @@ export function checkCassette(doc: unknown, path: string, where: { tenant: strin
   let log: Log = doc.log;
   if (log._svcEmu === undefined) log = fromBrowserHar(log, where);
   else if (!isObj(log._svcEmu)) throw new CassetteError(path, 'log._svcEmu must be an object');
+  else if (arr(log.entries).some((e) => isObj(e) && e._svcEmu === undefined)) {
+    // A browser's entry pasted into a cassette: it gets its extension like a whole browser HAR's.
+    log = { ...log, entries: arr(log.entries).map((e, i) => (isObj(e) && e._svcEmu === undefined ? fromBrowserEntry(e, i) : e)) };
+  }
   const migrated = migrateLog(log);
   if ('error' in migrated) throw new CassetteError(path, migrated.error);
   const parsed = Cassette.safeParse({ ...doc, log: migrated.log });
