@@ -110,6 +110,20 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await until('replay speed 2', async () => (await api('GET', '/_emu/egress/mode')).replay_speed === 2);
     expect(await text(badge, 'the badge with its speed')).toContain('2×');
     await p.screenshot('egress-mode-replay');
+    // A narrow window's top bar shows it too, and nothing scrolls sideways.
+    const narrow = await gui.open({ width: 560, height: 800 });
+    try {
+      await narrow.go('egress');
+      expect(await shownText(narrow, narrow.page.getByTestId('egress-mode-badge'), 'the badge at 560 px')).toContain('Replaying');
+      await narrow.page.getByTestId('egress-mode-replay').waitFor();
+      expect(
+        await narrow.page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth),
+      ).toBeLessThanOrEqual(0);
+      await narrow.screenshot('egress-mode-replay-narrow');
+      expect(narrow.errors).toEqual([]);
+    } finally {
+      await narrow.page.context().close();
+    }
 
     // From elsewhere (the API, as the CLI does): the badge changes by the live feed, on another page too.
     await p.go('snippets');
