@@ -169,11 +169,12 @@ afterAll(async () => {
 
 describe('record, then replay with the provider gone', () => {
   it('the run headers are an admin power: without X-Emu-Admin → 403 forbidden', async () => {
-    for (const h of [
+    const tries: Record<string, string>[] = [
       { 'x-emu-egress-mode': 'replay' },
       { 'x-emu-cassette': 'other' },
       { 'x-emu-egress-mode': 'record', 'x-emu-admin': 'nope' },
-    ]) {
+    ];
+    for (const h of tries) {
       const r = await core.call('POST', '/v1/invoke/chat-bun', { base, prompt: 'hi' }, { headers: h });
       expect(r.status, r.text).toBe(403);
       expect(r.json.code).toBe('forbidden');
