@@ -46,9 +46,11 @@ export class ReportService {
 
 /**
  * How import-report writes a cassette: through the cassette store the egress sessions use (redacted with the
- * tenant's secrets, announced as `cassette.changed`). Null while this core has none.
+ * tenant's secrets, announced as `cassette.changed`): services/egress-sessions.ts `put`, as `PUT …/cassettes/{name}` does.
  */
-export function reportCassetteWriter(domain: DomainServices): CassetteWriter | null {
-  void domain;
-  return null;
+export function reportCassetteWriter(domain: DomainServices): CassetteWriter {
+  return async (tenant, snippet, name, cassette) => {
+    const file = await domain.egressSessions.put(tenant, snippet, name, cassette);
+    return { entries: file.cassette.log.entries.length };
+  };
 }

@@ -6,7 +6,7 @@
  * with `svc-emu invoke --replay` to the same outcome. Real cores, real Bun, real Chromium.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -16,6 +16,7 @@ import { REPORT_CASSETTE_PREFIX, ReportRepro } from '../../contract/schemas/repo
 import { runCli } from '../helpers/cli';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { CHROMIUM } from '../helpers/gui';
+import { startFakeProvider } from '../../fixtures/fake-openai/server';
 
 /** What a hostile snippet prints and returns: must stay text in the report. */
 const HOSTILE = `</script><img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>`;
@@ -24,6 +25,9 @@ const CODE = {
   hostile: `export default async function handler(input) {\n  console.log(${JSON.stringify(HOSTILE)});\n  console.error("stderr line <b>bold</b>");\n  return { html: ${JSON.stringify(HOSTILE)}, n: input.n, echo: input };\n}\n`,
   oom: 'export default async function handler(input) {\n  console.log(`allocating ${input.mb} MB`);\n  const a = new Uint8Array(input.mb * 1024 * 1024).fill(1);\n  return { len: a.length };\n}\n',
   slow: 'export default async function handler(input) {\n  console.log("spinning now");\n  let n = 0;\n  while (true) n++;\n}\n',
+  /** Its own HTTP client, through the egress proxy: two calls to the fake REST API. */
+  caller:
+    'export default async function handler(input) {\n  const a = await fetch(input.url + "/api/echo", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ city: input.city }) });\n  const echoed = await a.json();\n  const b = await fetch(input.url + "/api/weather?city=" + input.city);\n  return { echo: echoed.received, weather_status: b.status, weather: await b.json() };\n}\n',
 };
 
 let a: TestCore;
@@ -324,4 +328,51 @@ describe('import-report on another emulator', () => {
     });
     expect(REPORT_CASSETTE_PREFIX).toBe('report-');
   });
+});
+
+describe('an outbound call replayed from the embedded cassette', () => {
+  it("the report carries the run's calls as a cassette; imported elsewhere, the rerun replays them with the provider gone", async () => {
+    const fake = await startFakeProvider();
+    let stopped = false;
+    try {
+      await makeSnippet(a, 'caller', CODE.caller);
+      const live = await a.call('POST', '/v1/invoke/caller', { url: fake.url, city: 'Paris' });
+      expect(live.status, live.text).toBe(200);
+      expect(live.json).toMatchObject({ echo: { city: 'Paris' }, weather_status: 401 });
+      const source = live.headers.get('x-invocation-id')!;
+      expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /api/echo', 'GET /api/weather']);
+
+      const file = join(work, 'caller.html');
+      expect((await runCli(['report', source, '-o', file, '--data-dir', a.dataDir])).code).toBe(0);
+      const html = await readFile(file, 'utf8');
+      const inv = reproOf(html).invocations[0]!;
+      expect(inv.cassette?.log.entries.map((e) => `${e.request.method} ${new URL(e.request.url).pathname}`)).toEqual([
+        'POST /api/echo',
+        'GET /api/weather',
+      ]);
+      expect(html).toContain('Outbound calls (2)');
+
+      // The provider goes away: whatever the rerun gets comes from the file.
+      await fake.close();
+      stopped = true;
+      const r = await runCli(['import-report', file, '--data-dir', b.dataDir]);
+      expect(r.code, r.stderr).toBe(0);
+      const cassette = `report-${source.toLowerCase()}`;
+      expect(r.stdout).toContain(`cassette ${cassette} (2 calls)`);
+      const imported = /→ (inv_[0-9A-Za-z]+)/.exec(r.stdout)![1]!;
+      const listed = await b.client.call(operations.emuListCassettes, { params: { id: 'caller' } });
+      expect(listed.data.map((c) => [c.name, c.entries])).toEqual([[cassette, 2]]);
+
+      const again = await runCli(['invoke', '--replay', imported, '--json', '--data-dir', b.dataDir]);
+      expect(again.code, again.stdout + again.stderr).toBe(0);
+      const rec = JSON.parse(again.stdout) as { id: string; output: unknown };
+      expect(rec.output).toEqual(live.json);
+      const view = await b.client.call(operations.emuGetInvocation, { params: { id: rec.id } });
+      expect(view.egress).toMatchObject({ mode: 'replay', source: 'run', cassette, calls: 2, replayed: 2, unmatched: 0 });
+      const human = await runCli(['invoke', '--replay', imported, '--data-dir', b.dataDir]);
+      expect(human.stderr).toContain(`outbound calls replayed from cassette ${cassette}`);
+    } finally {
+      if (!stopped) await fake.close();
+    }
+  }, 60_000);
 });
