@@ -1,6 +1,5 @@
 import { implement } from '../http/route';
 import { readRawBody } from '../http/body';
-import { InvalidRequestError } from '../domain/errors';
 import * as state from '../../contract/emu/state';
 
 const stamp = (d: Date) =>
@@ -26,16 +25,13 @@ export const stateRoutes = [
   }),
   implement(state.emuImportState, async ({ services, query, headers, ctx }) => {
     const bytes = await readRawBody(ctx, state.STATE_IMPORT_LIMIT_BYTES);
+    // Percent-encoded (a header carries no raw UTF-8); a value that does not decode is taken as it is.
+    const raw = headers['x-emu-passphrase'];
     let passphrase: string | undefined;
-    if (headers['x-emu-passphrase'] !== undefined) {
-      try {
-        passphrase = decodeURIComponent(headers['x-emu-passphrase']);
-      } catch {
-        throw new InvalidRequestError(
-          [{ location: 'header.x-emu-passphrase', message: 'must be percent-encoded UTF-8' }],
-          'X-Emu-Passphrase must be percent-encoded UTF-8',
-        );
-      }
+    try {
+      passphrase = raw === undefined ? undefined : decodeURIComponent(raw);
+    } catch {
+      passphrase = raw;
     }
     const report = await services.state.import(bytes, { passphrase, replace: query.replace });
     return { status: 200, body: report };

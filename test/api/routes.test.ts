@@ -1318,6 +1318,72 @@ describe('the run report (the HTTP surface; behaviour in test/report/report.test
   });
 });
 
+describe('state export and import (the HTTP surface; behaviour in test/state/*.test.ts)', () => {
+  it('POST /_emu/state/export is the archive; POST /_emu/state/import takes it into a fresh core (served there)', async () => {
+    const exp = await fetch(`${core.url}/_emu/state/export`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${core.admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ passphrase: 'routes passphrase' }),
+    });
+    expect(exp.status).toBe(200);
+    expect(exp.headers.get('content-type')).toBe('application/vnd.svc-emu.state+gzip');
+    expect(exp.headers.get('x-emu-secrets')).toBe('encrypted');
+    const archive = Buffer.from(await exp.arrayBuffer());
+    // Importing replaces a state: into a core of its own (this file's core keeps its state for the other tests).
+    const fresh = await startTestCore();
+    try {
+      const send = (headers: Record<string, string>) =>
+        fresh.call('POST', '/_emu/state/import', undefined, {
+          key: fresh.admin,
+          raw: archive,
+          headers: { 'content-type': 'application/vnd.svc-emu.state+gzip', ...headers },
+        });
+      expectProblem(await send({}), 422, 'passphrase_required');
+      const ok = await send({ 'x-emu-passphrase': encodeURIComponent('routes passphrase') });
+      expect(ok.status, ok.text).toBe(200);
+      expect(ok.json.secrets).toMatchObject({ mode: 'encrypted', left_out: [] });
+      vmServed.push(...(await served2xx(fresh))); // counted with the VM core's: served by a core of this file
+    } finally {
+      await fresh.stop();
+    }
+    expectProblem(await core.call('POST', '/_emu/state/export', {}, { key: null }), 401, 'unauthenticated');
+  });
+});
+
+describe('egress modes and cassettes (the HTTP surface; behaviour in test/server/egress-record-replay.test.ts)', () => {
+  it('GET|PUT /_emu/egress/mode; a snippet’s cassettes written, listed, read and deleted', async () => {
+    const admin = { key: core.admin };
+    const mode = await core.call('GET', '/_emu/egress/mode', undefined, admin);
+    expect(mode.status, mode.text).toBe(200);
+    expect(mode.json).toEqual({ mode: 'live', replay_speed: 1 });
+    const set = await core.call('PUT', '/_emu/egress/mode', { replay_speed: 3 }, admin);
+    expect(set.json).toEqual({ mode: 'live', replay_speed: 3 });
+    expect((await core.call('PUT', '/_emu/egress/mode', { replay_speed: 1 }, admin)).status).toBe(200);
+    expectProblem(await core.call('PUT', '/_emu/egress/mode', { mode: 'tape' }, admin), 422, 'validation_failed');
+
+    await createSnippet('cassette-route');
+    const doc = {
+      log: {
+        version: '1.2',
+        creator: { name: 'test', version: '1' },
+        entries: [],
+        _svcEmu: { format: 1, tenant: 'local', snippet: 'cassette-route' },
+      },
+    };
+    const put = await core.call('PUT', '/_emu/snippets/cassette-route/cassettes/take', doc, admin);
+    expect(put.status, put.text).toBe(200);
+    expect(put.json).toMatchObject({ name: 'take', entries: 0, episodes: [] });
+    const list = await core.call('GET', '/_emu/snippets/cassette-route/cassettes', undefined, admin);
+    expect(list.json.data.map((c: { name: string }) => c.name)).toEqual(['take']);
+    const one = await core.call('GET', '/_emu/snippets/cassette-route/cassettes/take', undefined, admin);
+    expect(one.json.log.version).toBe('1.2');
+    expect((await core.call('DELETE', '/_emu/snippets/cassette-route/cassettes/take', undefined, admin)).status).toBe(204);
+    expectProblem(await core.call('GET', '/_emu/snippets/cassette-route/cassettes/take', undefined, admin), 404, 'not_found');
+    expectProblem(await core.call('GET', '/_emu/snippets/nosuch/cassettes', undefined, admin), 404, 'not_found');
+    expectProblem(await core.call('GET', '/_emu/egress/mode', undefined, { key: null }), 401, 'unauthenticated');
+  });
+});
+
 describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
   const admin = () => ({ key: core.admin });
   it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {
