@@ -282,6 +282,44 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     expect(mine.length).toBeGreaterThan(0);
   }, 60_000);
 
+  it('secrets encrypted with a passphrase typed twice travel; a wrong passphrase is refused, the right one restores them', async () => {
+    const VALUE = 'enc-live-5e4d3c2b1a09f8e7';
+    await api('PUT', '/v1/secrets/CARRIED', { value: VALUE });
+    await p.go('data');
+    await p.page.getByTestId('export-with-secrets').check();
+    await p.page.getByTestId('export-passphrase').fill('tall ships sail at dawn');
+    await p.page.getByTestId('export-passphrase-again').fill('tall ships sail at dawn');
+    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    const archive = await saved(file);
+    expect(await text(p.page.getByTestId('export-done'), 'the export note')).toContain('encrypted with your passphrase');
+    expect(gunzipSync(archive).includes(Buffer.from(VALUE))).toBe(false); // encrypted, not in clear
+
+    const other = await startGui();
+    try {
+      const q = await other.open();
+      await q.go('data');
+      await q.page.getByTestId('import-file').setInputFiles({ name: 'sealed.svcemu', mimeType: 'application/gzip', buffer: archive });
+      expect(await shownText(q, q.page.getByTestId('import-preview'), 'the preview')).toContain('passphrase needed');
+      await q.page.getByTestId('import-passphrase').fill('tall ships sail at noon');
+      await q.page.getByTestId('import-submit').click();
+      await q.page.getByTestId('import-confirm').click();
+      const refusal = q.page.getByRole('alert').filter({ hasText: 'The archive was not imported' });
+      expect(await shownText(q, refusal, 'the wrong passphrase’s refusal')).toContain('passphrase_wrong');
+      await q.page.getByTestId('import-passphrase').fill('tall ships sail at dawn');
+      await q.page.getByTestId('import-submit').click();
+      await q.page.getByTestId('import-confirm').click();
+      const report = q.page.getByTestId('import-report');
+      expect(await shownText(q, report, 'the import report')).toContain('Imported');
+      expect(await report.getByTestId('import-secrets-left-out').count()).toBe(0);
+      // The secret came back: the imported key (the first emulator's) reads its name on the second.
+      const secrets = await other.core.call('GET', '/v1/secrets', undefined, { key: gui.core.key });
+      expect((secrets.json as { data: { name: string }[] }).data.map((x) => x.name)).toContain('CARRIED');
+      expect(q.errors.filter((e) => !/status of 422/.test(e))).toEqual([]);
+    } finally {
+      await other.close();
+    }
+  }, 90_000);
+
   it('an archive imported into another emulator shows the import’s report (counts, secrets left out)', async () => {
     await api('PUT', '/v1/secrets/IMPORT_ME', { value: 'im-live-0a9b8c7d6e5f' });
     await p.go('data');
