@@ -189,6 +189,36 @@ describe('damaged, foreign and newer archives', () => {
     }
   }, 120_000);
 
+  it('svc-emu export: through the running core or on the files; secrets left out said loudly, or carried with a passphrase', async () => {
+    const file = join(dir, 'cli.svcemu');
+    const viaCore = await runCli(['export', file, '--data-dir', source.dataDir]);
+    expect(viaCore.code, viaCore.stderr).toBe(0);
+    expect(viaCore.stderr).toMatch(/SECRETS LEFT OUT[\s\S]*secret local\/TOKEN[\s\S]*webhook signing secret of tenant local/);
+    expect(viaCore.stdout).toMatch(/^wrote .*cli\.svcemu \(\d+ bytes\): 1 tenant\(s\), 1 snippet\(s\)/);
+    expect((await lstat(file)).mode & 0o777).toBe(0o600);
+    expect((await readFile(file)).includes(Buffer.from('secret-value-123'))).toBe(false);
+    process.env.SVC_EMU_PASSPHRASE = 'from the environment';
+    try {
+      const sealedViaCore = await runCli(['export', file, '--data-dir', source.dataDir, '--json']);
+      expect(sealedViaCore.code, sealedViaCore.stdout).toBe(0);
+      expect(sealedViaCore.stderr).toBe('');
+      expect(JSON.parse(sealedViaCore.stdout).manifest.secrets).toMatchObject({ mode: 'encrypted', left_out: [] });
+    } finally {
+      delete process.env.SVC_EMU_PASSPHRASE;
+    }
+    // On the files: a stopped core's data dir, its inbox and state as they are.
+    const stopped = join(dir, 'stopped');
+    const c = await startTestCore({ dataDir: stopped });
+    await c.call('POST', '/v1/snippets', { name: 'offline', runtime: 'python' });
+    await c.stop();
+    const onFiles = await runCli(['export', join(dir, 'offline.svcemu'), '--data-dir', stopped, '--json']);
+    expect(onFiles.code, onFiles.stdout + onFiles.stderr).toBe(0);
+    expect(JSON.parse(onFiles.stdout).manifest.counts).toMatchObject({ tenants: 1, snippets: 1 });
+    expect(existsSync(join(stopped, 'emulator.json')), 'the lock was let go').toBe(false);
+    const short = await runCli(['export', file, '--data-dir', stopped, '--passphrase-file', join(dir, 'short')], dir);
+    expect(short.code).toBe(1); // the file does not exist: said, nothing written
+  }, 120_000);
+
   it('imports the checked-in archive of schema_version 2 into a working state', async () => {
     const data = join(dir, 'from-schema2');
     const file = join(PROJECT_ROOT, 'fixtures', 'state', 'schema2-format1.svcemu');
