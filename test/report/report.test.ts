@@ -314,6 +314,28 @@ describe('import-report on another emulator', () => {
     expect(await newest()).toBe(invBefore);
   });
 
+  it('a report this emulator cannot take is refused before anything is made: a runtime clash, a limit above the tenant cap', async () => {
+    const html = (await a.call('GET', `/_emu/report?ids=${ids.hostile}`, undefined, { key: a.admin })).text;
+    const repro = reproOf(html);
+    expect((await b.call('POST', '/v1/snippets', { name: 'clash', runtime: 'python' })).status).toBe(201);
+    const clash = { ...repro, invocations: [{ ...repro.invocations[0]!, snippet: { name: 'clash', description: null } }] };
+    const r1 = await b.call('POST', '/_emu/report/import', { repro: clash }, { key: b.admin });
+    expect(r1.status).toBe(422);
+    expect(r1.json).toMatchObject({ code: 'invalid_report' });
+    expect(r1.json.detail).toContain("snippet 'clash' exists here as a python snippet; the report's is bun");
+    expect((await b.call('GET', '/v1/snippets/clash/versions')).json.data).toEqual([]);
+
+    expect((await b.call('POST', '/_emu/tenants', { name: 'tight' }, { key: b.admin })).status).toBe(201);
+    expect((await b.call('PATCH', '/_emu/tenants/tight/limits', { max_memory_mb: 100 }, { key: b.admin })).status).toBe(200);
+    const file = join(work, 'tight.html');
+    await writeFile(file, html);
+    const r2 = await runCli(['import-report', file, '--tenant', 'tight', '--json', '--data-dir', b.dataDir]);
+    expect(r2.code).toBe(1);
+    expect(JSON.parse(r2.stdout)).toMatchObject({ code: 'limit_exceeds_tenant_cap', field: 'max_memory_mb', cap: 100 });
+    const key = (await b.call('POST', '/_emu/tenants/tight/keys', undefined, { key: b.admin })).json.key as string;
+    expect((await b.call('GET', '/v1/snippets', undefined, { key })).json.data).toEqual([]);
+  });
+
   it('the payload over HTTP imports too; a report cassette is named report-<id>', async () => {
     const html = (await a.call('GET', `/_emu/report?ids=${ids.hostile}`, undefined, { key: a.admin })).text;
     const existed = (await b.call('GET', '/v1/snippets/hostile')).status === 200;
