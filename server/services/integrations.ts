@@ -132,6 +132,8 @@ export class IntegrationService {
       body = Buffer.from(typeof args.body === 'string' ? args.body : JSON.stringify(args.body));
       headers['content-type'] ??= typeof args.body === 'string' ? 'text/plain; charset=utf-8' : 'application/json';
     }
+    /** The headers the core adds (the credential): redacted on the run's tape whatever their value, never matched in replay. */
+    const hostAdded: string[] = [];
     if (rec.auth.type !== 'none') {
       const secret = rec.auth.secret ? this.secrets.reveal(tenant)[rec.auth.secret] : undefined;
       if (secret === undefined)
@@ -142,6 +144,7 @@ export class IntegrationService {
       if (rec.auth.type === 'bearer') headers.authorization = `Bearer ${secret}`;
       else if (rec.auth.type === 'basic') headers.authorization = `Basic ${Buffer.from(secret).toString('base64')}`;
       else headers[rec.auth.header!.toLowerCase()] = secret;
+      hostAdded.push(rec.auth.type === 'header' ? rec.auth.header!.toLowerCase() : 'authorization');
     }
 
     const method = args.method.toUpperCase();
@@ -157,6 +160,7 @@ export class IntegrationService {
         headers,
         body,
         timeoutMs: INTEGRATION_TIMEOUT_MS,
+        hostAdded,
       });
     } catch (err) {
       if (!(err instanceof EgressError)) throw err;

@@ -52,7 +52,7 @@ def handler(input):
 const BUN_WEATHER = `import { integrations } from "@svc/integrations";
 export default async function handler(input) {
   try {
-    const res = await integrations.call("weather", { method: "GET", path: "/api/weather", query: { city: input.city } });
+    const res = await integrations.call(input.via ?? "weather", { method: "GET", path: "/api/weather", query: { city: input.city } });
     return { ok: true, status: res.status, body: res.body };
   } catch (err) {
     return { ok: false, code: err.code, message: err.message };
@@ -211,6 +211,22 @@ describe('record, then replay with the provider gone', () => {
     // And the cassette is not part of the new version's files.
     const v = await core.call('GET', `/v1/snippets/${name}/versions/${after[after.length - 1]}`);
     expect(Object.keys(v.json.files).sort()).toEqual(['NOTES.md', 'index.ts']);
+  });
+
+  it("an integration's credential header is redacted on the tape whatever its value (hostAdded)", async () => {
+    // A 3-character secret is below what the value search looks for: only the header's being host-added takes it out.
+    expect((await core.call('PUT', '/v1/secrets/TINY', { value: 'k9z' })).status).toBeLessThan(300);
+    const i = await core.call('PUT', '/v1/integrations/weather-h', {
+      provider: 'http',
+      base_url: fake.url,
+      auth: { type: 'header', header: 'X-Api-Token', secret: 'TINY' },
+    });
+    expect(i.status, i.text).toBe(201);
+    const run = await invoke('weather', { city: 'Paris', via: 'weather-h' }, adminHeaders('live')); // the provider is gone: no answer
+    expect(run.output).toMatchObject({ ok: false });
+    const [call] = await callsOf(run.id);
+    expect(call!.request.headers).toContainEqual({ name: 'x-api-token', value: '[redacted]' });
+    expect(call!._svcEmu.error).toBeTruthy();
   });
 
   it('a secret echoed in a body is recorded redacted', async () => {
