@@ -1,7 +1,7 @@
 // The GUI of record/replay, run reports and export/import, in a real browser (Chromium) against a real core
 // with a real Bun runner: the Egress page's mode switch and the sidebar badge (which follows a switch made
 // through the API without a reload); a run recorded through the API shows in the snippet's Cassettes tab and
-// its calls open (redaction marked) and download as .har; the Run panel's egress choice replays it (the
+// its calls open (a secret sent as credential and in the body is marked, never shown) and download as .har; the Run panel's egress choice replays it (the
 // invocation page shows it); a report downloads as HTML, for one run and for a selection; an export
 // downloads an archive, and a damaged archive's import shows the core's refusal. Screenshots land in
 // test/.tmp/gui/.
@@ -17,12 +17,18 @@ import { tempDir } from '../helpers/core';
 
 if (skipReason) console.warn(`\n[record-replay gui test] SKIPPING: ${skipReason}\n`);
 
-/** Calls the given URL (through the egress proxy: HTTP_PROXY) and returns what it answered. */
+/** Calls the given URL (through the egress proxy: HTTP_PROXY) with a secret as its credential and in its body. */
 const CALLER = `export default async function handler(input: { url: string }) {
-  const res = await fetch(input.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ q: 'weather' }) });
+  const token = process.env.WEATHER_TOKEN ?? '';
+  const res = await fetch(input.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token },
+    body: JSON.stringify({ q: 'weather', key: token }),
+  });
   return { status: res.status, body: await res.text() };
 }
 `;
+const TOKEN = 'wt-live-93b1c7e2a4f6d8';
 
 let gui: Gui;
 let p: GuiPage;
@@ -69,6 +75,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     );
     gui = await startGui({ workspace });
     p = await gui.open();
+    await api('PUT', '/v1/secrets/WEATHER_TOKEN', { value: TOKEN });
     await api('POST', '/v1/snippets', { name: 'caller', runtime: 'bun' });
     await api('POST', '/v1/snippets/caller/versions', { code: CALLER });
   }, 60_000);
@@ -170,6 +177,11 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await entry.locator('summary').first().click();
     expect(await text(entry.getByTestId('cassette-response-body'), 'the response body')).toContain('sunny and warm');
     expect(await entry.getByTestId('cassette-request-body').innerText()).toContain('weather');
+    // The credential never reached the cassette: the secret's place is marked, and the page holds no value.
+    expect(await entry.getByTestId('cassette-request-body').getByTestId('redaction-marker').innerText()).toBe('[secret WEATHER_TOKEN]');
+    expect(await text(entry.getByTestId('cassette-redacted'), 'the list of what was redacted')).toMatch(/authorization/i);
+    expect(await p.page.content()).not.toContain(TOKEN);
+    expect(JSON.stringify(doc)).not.toContain(TOKEN);
     await p.screenshot('cassette-open');
 
     // The recording run's page says what happened to its calls.
@@ -245,7 +257,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     const archive = await saved(file);
     expect(archive[0]).toBe(0x1f); // gzip
     expect(archive[1]).toBe(0x8b);
-    expect(gunzipSync(archive).includes(Buffer.from('wk-live-8d7f6e5d4c3b2a19'))).toBe(false);
+    for (const secret of ['wk-live-8d7f6e5d4c3b2a19', TOKEN]) expect(gunzipSync(archive).includes(Buffer.from(secret))).toBe(false);
     expect(await text(p.page.getByTestId('export-done'), 'the export note')).toContain('secrets left out');
 
     // The passphrase is typed twice: two different ones are refused before anything is sent.
