@@ -23,6 +23,10 @@ import {
   type ReplayAnswer,
 } from '../../server/egress/cassette';
 import { CassetteMatch } from '../../contract/schemas/cassette';
+import fc from 'fast-check';
+import { fuzzSeed } from '../helpers/fuzz-seed';
+
+const seed = fuzzSeed('cassette-store', 20261129, process.env, console.info);
 
 let root: string;
 beforeAll(async () => {
@@ -130,6 +134,34 @@ describe('FileCassetteStore', () => {
     await writeFile(f.path, JSON.stringify(withExtra));
     const extra = await store.read(ref);
     expect((extra!.cassette.log.entries[0] as Record<string, unknown>)._resourceType).toBe('fetch');
+  });
+
+  it('headers, query parameters and chunks are one line each; any text in them still reads back as written (property)', () => {
+    const entry = record('inv_1', [{ url: 'http://h/a?x=1', answer: 'abc' }])[0]!;
+    const text = cassetteText({
+      log: { version: '1.2', creator: { name: 'x', version: '1' }, entries: [entry], _svcEmu: { format: 1, tenant: 't', snippet: 's' } },
+    });
+    expect(text).toContain('\n            { "name": "content-type", "value": "application/json" }');
+    expect(text).toContain('\n            { "name": "x", "value": "1" }');
+    expect(text).toMatch(/\n {12}\{ "t_ms": \d+, "bytes": 3 \}/);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.string(), fc.string()), { maxLength: 5 }), fc.string(), (headers, q) => {
+        const e = structuredClone(entry);
+        e.request.headers = headers.map(([name, value]) => ({ name, value }));
+        e.request.queryString = [{ name: q, value: `{\n "name": "${q}"}` }];
+        e.response.content.text = `${q}{\n  "t_ms": 1,\n  "bytes": 2\n}`;
+        const c = {
+          log: {
+            version: '1.2' as const,
+            creator: { name: 'x', version: '1' },
+            entries: [e],
+            _svcEmu: { format: 1, tenant: 't', snippet: 's' },
+          },
+        };
+        expect(JSON.parse(cassetteText(c))).toEqual(JSON.parse(JSON.stringify(c)));
+      }),
+      { seed, numRuns: 200 },
+    );
   });
 
   it('a damaged or foreign file is a CassetteError naming the file and what is wrong, at which entry', async () => {

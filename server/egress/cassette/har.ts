@@ -248,7 +248,20 @@ export function cassetteText(cassette: Cassette): string {
           }),
       }),
   });
-  return `${JSON.stringify(doc, null, 2)}\n`;
+  return `${compactPairs(JSON.stringify(doc, null, 2))}\n`;
+}
+
+const JSON_STRING = String.raw`"(?:[^"\\]|\\.)*"`;
+const PAIR = new RegExp(String.raw`\{\n\s*("name": ${JSON_STRING}),\n\s*("value": ${JSON_STRING})\n\s*\}`, 'g');
+const CHUNK = /\{\n\s*("t_ms": -?[\d.eE+-]+),\n\s*("bytes": \d+)\n\s*\}/g;
+
+/**
+ * Headers, query parameters and chunks one per line (`{ "name": "accept", "value": "*\/*" }`), so a long
+ * stream is as many lines as chunks and a re-recording's diff shows each changed one. Safe on JSON text:
+ * a newline inside a string is always escaped, so these patterns only meet the indentation.
+ */
+function compactPairs(json: string): string {
+  return json.replace(PAIR, '{ $1, $2 }').replace(CHUNK, '{ $1, $2 }');
 }
 
 /** An empty cassette for a snippet. */
