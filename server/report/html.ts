@@ -231,7 +231,10 @@ function chart(
     const v = maxV * k;
     return `<line class="grid" x1="${L}" x2="${W - R}" y1="${f(y(v))}" y2="${f(y(v))}"/><text x="${L - 4}" y="${f(y(v) + 4)}" text-anchor="end">${Math.round(v)}</text>`;
   });
-  const xt = [0, 0.5, 1].map((k) => `<text x="${f(x(endT * k))}" y="${H - 10}" text-anchor="middle">${Math.round(endT * k)} ms</text>`);
+  const anchor = (k: number) => (k === 0 ? 'start' : k === 1 ? 'end' : 'middle');
+  const xt = [0, 0.5, 1].map(
+    (k) => `<text x="${f(x(endT * k))}" y="${H - 10}" text-anchor="${anchor(k)}">${Math.round(endT * k)} ms</text>`,
+  );
   const throttled = markThrottled
     ? samples
         .filter((s) => s.throttled)
