@@ -208,7 +208,11 @@ export async function exportOnFiles(paths: DataDirPaths, passphrase: string | un
         creatorVersion: EMULATOR_VERSION,
       });
       const cassettes = { list: cassetteLister(store), put: async () => {} };
-      const snap = await takeSnapshot(deps, { inbox: fileInbox(paths.root), egress: null, cassettes, dataDir: paths.root });
+      const snap = await takeSnapshot(
+        deps,
+        { inbox: fileInbox(paths.root), egress: null, cassettes, dataDir: paths.root },
+        passphrase !== undefined,
+      );
       return await buildArchive(snap, { passphrase, now: deps.clock(), emulatorVersion: EMULATOR_VERSION });
     } finally {
       await deps.repo.close();

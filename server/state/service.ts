@@ -76,10 +76,13 @@ export function openSecrets(db: Readonly<DbData>, deps: Pick<CoreDeps, 'secretBo
 export async function takeSnapshot(
   deps: CoreDeps,
   parts: { inbox: LiveParts['inbox'] | null; egress: LiveParts['egress'] | null; cassettes: CassetteIO | null; dataDir: string },
+  /** Open the secrets (only when they travel: with a passphrase); else none is opened at all. */
+  withSecrets: boolean,
 ): Promise<Snapshot> {
+  const none: PlainSecrets = { secrets: [], webhooks: [], keys: [] };
   const { db, secrets, unpin } = deps.repo.read((live) => {
     const copy = structuredClone(live) as DbData;
-    return { db: copy, secrets: openSecrets(copy, deps), unpin: deps.blobs.pin(blobsOf(copy)) };
+    return { db: copy, secrets: withSecrets ? openSecrets(copy, deps) : none, unpin: deps.blobs.pin(blobsOf(copy)) };
   });
   try {
     const blobs = new Map<string, Buffer>();
@@ -147,7 +150,7 @@ export class StateService {
 
   export(opts: { passphrase?: string } = {}): Promise<{ bytes: Buffer; manifest: StateManifest }> {
     return this.serial(async () => {
-      const snap = await takeSnapshot(this.deps, this.live);
+      const snap = await takeSnapshot(this.deps, this.live, opts.passphrase !== undefined);
       return buildArchive(snap, { passphrase: opts.passphrase, now: this.deps.clock(), emulatorVersion: EMULATOR_VERSION });
     });
   }
