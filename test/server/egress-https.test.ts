@@ -341,6 +341,47 @@ describe('HTTPS through the egress proxy', () => {
   });
 });
 
+describe('a core whose egress CA could not be made', () => {
+  it('starts, says so, and its recording runs pass HTTPS through blind (counted) while replaying runs refuse it', async () => {
+    const dataDir = await tempDir();
+    await writeFile(join(dataDir, 'egress-ca'), 'a file where the CA folder would be'); // mkdir fails: ENOTDIR/EEXIST
+    const own = await startProvider(providerCa);
+    const second = await startTestCore({ dataDir });
+    try {
+      expect(second.logs.join('\n')).toMatch(/the egress CA could not be made/);
+      expect((await second.call('POST', '/v1/snippets', { name: 'tls-pinned', runtime: 'python' })).status).toBe(201);
+      expect((await second.call('POST', '/v1/snippets/tls-pinned/versions', { code: PINNED, max_cpu_percent: 100 })).status).toBe(201);
+      const run = (mode: string) =>
+        second.call(
+          'POST',
+          '/v1/invoke/tls-pinned',
+          { url: own.origin, ca: providerCa.certPem },
+          {
+            headers: { 'x-emu-egress-mode': mode, 'x-emu-admin': second.admin },
+          },
+        );
+      const admin = { key: null, headers: { 'x-emu-admin': second.admin } };
+
+      const recorded = await run('record');
+      expect(recorded.json, recorded.text).toMatchObject({ ok: true });
+      expect(own.hits).toBe(1);
+      const rec = (await second.call('GET', `/_emu/invocations/${recorded.headers.get('x-invocation-id')}`, undefined, admin)).json;
+      expect(rec.egress).toMatchObject({ mode: 'record', passthrough: 1, recorded: 0 });
+      expect(rec.parity_warnings.join('\n')).toMatch(/blind tunnel, not recorded: the egress CA is not available/);
+
+      const replayed = await run('replay');
+      expect(replayed.json.ok).toBe(false);
+      expect(replayed.json.error).toMatch(
+        /502 Bad Gateway \(replay: cannot replay https:\/\/localhost:\d+: the egress CA is not available/,
+      );
+      expect(own.hits).toBe(1);
+    } finally {
+      await second.stop();
+      await own.close();
+    }
+  }, 60_000);
+});
+
 describe('the egress CA of a data dir', () => {
   it('is made once and kept (key 0600 in a 0700 folder), its bundle holds the host roots and it, never a key; a damaged one is remade', async () => {
     const dir = await tempDir('svc-emu-ca-');
