@@ -1,6 +1,8 @@
-// `npm run demo` (scripts/demo.mjs): the fake model paced like a real one, the core on the example workspace
-// with the agent examples set up; a Mastra agent's answer streams in token by token; Ctrl+C (SIGINT) stops
-// everything it started. Real processes: the demo, the fake provider, `svc-emu serve` and its runners.
+// `npm run demo` (scripts/demo.mjs). By default, offline: no provider, the core in replay on the example
+// workspace, both agents answering from their shipped cassettes, byte for byte the same answer and frames
+// run after run. With --live: the fake model paced like a real one; a Mastra agent's answer streams in
+// token by token; Ctrl+C (SIGINT) stops everything it started. Real processes: the demo, the fake provider
+// (--live only), `svc-emu serve` and its runners.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -9,8 +11,8 @@ import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 
-let demo: ChildProcess | null = null;
-let dataDir: string | null = null;
+const demos: ChildProcess[] = [];
+const dataDirs: string[] = [];
 const seen = new Set<number>();
 
 /** Every live process below `pid` (from /proc: a process's parent is field 4 of its stat line). */
@@ -47,64 +49,138 @@ const isAlive = (pid: number) => {
 };
 
 afterAll(async () => {
-  // Only what this test started, by pid, if the test failed before stopping it.
-  for (const pid of [...(demo?.pid ? [demo.pid] : []), ...seen]) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  // Only what this file started, by pid, if a test failed before stopping it.
+  for (const pid of [...demos.flatMap((d) => (d.pid ? [d.pid] : [])), ...seen]) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
 });
 
+interface DemoInfo {
+  url: string;
+  api_key: string;
+  gui_url: string;
+  provider_url: string | null;
+  egress_mode: string;
+}
+
+/** Starts the demo with a temp data dir and its --json line read; `exited` resolves with its exit code. */
+async function startDemo(args: string[]) {
+  const dataDir = await tempDir('svc-emu-demo-');
+  dataDirs.push(dataDir);
+  const demo = spawn(
+    process.execPath,
+    [join(PROJECT_ROOT, 'scripts', 'demo.mjs'), '--no-setup', '--json', '--port', '0', '--data-dir', dataDir, ...args],
+    { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  demos.push(demo);
+  let stderr = '';
+  demo.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<number | null>((res) => demo.once('exit', (code) => res(code)));
+  const line = await Promise.race([
+    new Promise<string>((res) => createInterface({ input: demo.stdout }).once('line', res)),
+    exited.then((code) => Promise.reject(new Error(`demo exited (${code}) before it was ready:\n${stderr}`))),
+  ]);
+  const started = descendants(demo.pid!);
+  for (const pid of started) seen.add(pid);
+  return { demo, info: JSON.parse(line) as DemoInfo, exited, stderr: () => stderr, started };
+}
+
+/** Ctrl+C: the demo and everything below it stop; the exit is clean. */
+async function interrupt(demo: ChildProcess, exited: Promise<number | null>) {
+  for (const pid of descendants(demo.pid!)) seen.add(pid);
+  demo.kill('SIGINT');
+  expect(await exited).toBe(0);
+  const deadline = Date.now() + 10_000;
+  while ([...seen].some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  expect([...seen].filter(isAlive), 'processes left running').toEqual([]);
+}
+
+/** A stream-mode run read to the end: each chunk frame's raw data line and arrival time, and the result's data line. */
+async function streamRun(info: DemoInfo, name: string, stderr: () => string) {
+  const t0 = performance.now();
+  const res = await fetch(`${info.url}/v1/invoke/${name}?env=dev`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${info.api_key}`, 'content-type': 'application/json', 'x-invoke-mode': 'stream' },
+    body: JSON.stringify({ prompt: 'What is the weather in Paris?' }),
+  });
+  expect(res.status).toBe(200);
+  const chunks: { at: number; raw: string }[] = [];
+  let result: { output: { answer: string } } | null = null;
+  const decoder = new TextDecoder();
+  let buf = '';
+  for await (const piece of res.body!) {
+    buf += decoder.decode(piece, { stream: true });
+    let end: number;
+    while ((end = buf.indexOf('\n\n')) >= 0) {
+      const frame = buf.slice(0, end);
+      buf = buf.slice(end + 2);
+      const event = /^event: (.*)$/m.exec(frame)?.[1];
+      const data = /^data: (.*)$/m.exec(frame)?.[1];
+      if (event === 'chunk') chunks.push({ at: performance.now() - t0, raw: data! });
+      if (event === 'result') result = JSON.parse(data!) as typeof result;
+      if (event === 'error') throw new Error(`${name}: the stream failed: ${data}\n${stderr()}`);
+    }
+  }
+  expect(result, `${name}: no result`).not.toBeNull();
+  const tokens = chunks.map((c) => (JSON.parse(c.raw) as { data: { token: string } }).data.token);
+  expect(tokens.join('')).toBe(result!.output.answer);
+  return { id: res.headers.get('x-invocation-id')!, chunks, result: result!, output: JSON.stringify(result!.output) };
+}
+
 describe('npm run demo', () => {
-  it('streams the Mastra agent token by token from the paced fake model, and Ctrl+C stops everything', async () => {
-    dataDir = await tempDir('svc-emu-demo-');
-    demo = spawn(
-      process.execPath,
-      [join(PROJECT_ROOT, 'scripts', 'demo.mjs'), '--no-setup', '--json', '--port', '0', '--data-dir', dataDir, '--first-token-ms', '300'],
-      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let stderr = '';
-    demo.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const exited = new Promise<number | null>((res) => demo!.once('exit', (code) => res(code)));
-    const line = await Promise.race([
-      new Promise<string>((res) => createInterface({ input: demo!.stdout! }).once('line', res)),
-      exited.then((code) => Promise.reject(new Error(`demo exited (${code}) before it was ready:\n${stderr}`))),
-    ]);
-    const info = JSON.parse(line) as { url: string; api_key: string; gui_url: string; provider_url: string };
+  it('offline by default: no provider, both agents answer from their cassettes, twice byte for byte the same', async () => {
+    const { demo, info, exited, stderr, started } = await startDemo([]);
+    expect(info.egress_mode).toBe('replay');
+    expect(info.provider_url).toBeNull();
+    // No fake provider among what it started (the core and its runners only).
+    const commands = started.map((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    });
+    expect(commands.filter((c) => c.includes('fake-provider'))).toEqual([]);
+    const admin = new URL(info.gui_url).searchParams.get('token');
+
+    for (const name of ['mastra-agent', 'langgraph-agent']) {
+      const first = await streamRun(info, name, stderr);
+      const second = await streamRun(info, name, stderr);
+      expect(first.result.output.answer).toMatch(/^Tool said: .*sunny/);
+      expect(second.output).toBe(first.output);
+      expect(second.chunks.map((c) => c.raw)).toEqual(first.chunks.map((c) => c.raw));
+      // Every call (two to the model, one to the weather integration) answered from the cassette; none missed.
+      const run = (await (
+        await fetch(`${info.url}/_emu/invocations/${second.id}`, { headers: { authorization: `Bearer ${admin}` } })
+      ).json()) as { egress: unknown };
+      expect(run.egress).toMatchObject({ mode: 'replay', source: 'server', cassette: 'default', calls: 3, replayed: 3, unmatched: 0 });
+      // The cassette sits in the snippet's folder but is no part of its version.
+      const version = (await (
+        await fetch(`${info.url}/v1/snippets/${name}/versions/1`, { headers: { authorization: `Bearer ${info.api_key}` } })
+      ).json()) as { files: Record<string, string> };
+      expect(Object.keys(version.files).length).toBeGreaterThanOrEqual(1);
+      expect(Object.keys(version.files).filter((f) => f.startsWith('cassettes'))).toEqual([]);
+      // Streamed at the recorded pace, not in one burst (the cassettes were recorded at 30–60 ms a token).
+      expect(first.chunks.length).toBeGreaterThanOrEqual(10);
+      const spread = first.chunks.at(-1)!.at - first.chunks[0]!.at;
+      console.log(`demo replay ${name}: ${first.chunks.length} tokens over ${spread.toFixed(0)} ms`);
+      expect(spread).toBeGreaterThanOrEqual(20 * (first.chunks.length - 1));
+    }
+    await interrupt(demo, exited);
+  }, 120_000);
+
+  it('--live: streams the Mastra agent token by token from the paced fake model, and Ctrl+C stops everything', async () => {
+    const { demo, info, exited, stderr, started } = await startDemo(['--live', '--first-token-ms', '300']);
+    expect(info.egress_mode).toBe('live');
     expect(info.gui_url).toMatch(/\/\?token=emu_/);
-    for (const pid of descendants(demo.pid!)) seen.add(pid);
-    expect(seen.size, 'the fake provider and the core').toBeGreaterThanOrEqual(2);
+    expect(started.length, 'the fake provider and the core').toBeGreaterThanOrEqual(2);
 
     // The secrets and the integration are set (names only: values are never returned).
     const auth = { authorization: `Bearer ${info.api_key}`, 'content-type': 'application/json' };
     const secrets = (await (await fetch(`${info.url}/v1/secrets`, { headers: auth })).json()) as { data: { name: string }[] };
     expect(secrets.data.map((s) => s.name).sort()).toEqual(['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'OPENAI_MODEL', 'WEATHER_TOKEN']);
 
-    // Stream the Mastra agent: each chunk's arrival time.
-    const t0 = performance.now();
-    const res = await fetch(`${info.url}/v1/invoke/mastra-agent?env=dev`, {
-      method: 'POST',
-      headers: { ...auth, 'x-invoke-mode': 'stream' },
-      body: JSON.stringify({ prompt: 'What is the weather in Paris?' }),
-    });
-    expect(res.status).toBe(200);
-    const chunks: { at: number; token: string }[] = [];
-    let result: { output: { answer: string } } | null = null;
-    const decoder = new TextDecoder();
-    let buf = '';
-    for await (const piece of res.body!) {
-      buf += decoder.decode(piece, { stream: true });
-      let end: number;
-      while ((end = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, end);
-        buf = buf.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(frame)?.[1];
-        const data = /^data: (.*)$/m.exec(frame)?.[1];
-        if (event === 'chunk')
-          chunks.push({ at: performance.now() - t0, token: (JSON.parse(data!) as { data: { token: string } }).data.token });
-        if (event === 'result') result = JSON.parse(data!) as typeof result;
-        if (event === 'error') throw new Error(`the stream failed: ${data}\n${stderr}`);
-      }
-    }
-    expect(result!.output.answer).toBe('Tool said: {"city":"Paris","forecast":"sunny","temperature_c":21}');
-    expect(chunks.map((c) => c.token).join('')).toBe(result!.output.answer);
+    const { chunks, result } = await streamRun(info, 'mastra-agent', stderr);
+    expect(result.output.answer).toBe('Tool said: {"city":"Paris","forecast":"sunny","temperature_c":21}');
     // Token by token, spaced out as a model's: many small tokens, not one burst.
     expect(chunks.length).toBeGreaterThanOrEqual(10);
     const gaps = chunks.slice(1).map((c, i) => c.at - chunks[i]!.at);
@@ -115,12 +191,6 @@ describe('npm run demo', () => {
     expect(median, `gaps ${gaps.map((g) => g.toFixed(0)).join(', ')}`).toBeGreaterThanOrEqual(20);
     expect(spread).toBeGreaterThanOrEqual(20 * (chunks.length - 1));
 
-    // Ctrl+C: the demo and everything below it stop; the exit is clean.
-    for (const pid of descendants(demo.pid!)) seen.add(pid);
-    demo.kill('SIGINT');
-    expect(await exited).toBe(0);
-    const deadline = Date.now() + 10_000;
-    while ([...seen].some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect([...seen].filter(isAlive), 'processes left running').toEqual([]);
+    await interrupt(demo, exited);
   }, 120_000);
 });
