@@ -102,6 +102,19 @@ describe('FileCassetteStore', () => {
     expect(summary(f.cassette.log.entries)).toEqual(['inv_2#0 http://h/a two']);
   });
 
+  it('merge honours the cassette’s own matchers when the caller passes the defaults', async () => {
+    const { store, ref } = fresh();
+    const f = await store.merge(ref, record('inv_1', [{ url: 'http://h/a', body: '{"q":1,"request_id":"r1"}', answer: 'one' }]), match);
+    await store.write(ref, {
+      ...f.cassette,
+      log: { ...f.cassette.log, _svcEmu: { ...f.cassette.log._svcEmu, match: { ignore_body_fields: ['request_id'] } } },
+    });
+    const g = await store.merge(ref, record('inv_2', [{ url: 'http://h/a', body: '{"q":1,"request_id":"r2"}', answer: 'two' }]), match);
+    expect(summary(g.cassette.log.entries)).toEqual(['inv_2#0 http://h/a two']);
+    // (zod's partial() keeps defaults: the file's matchers read back with the defaults filled in)
+    expect(g.cassette.log._svcEmu.match).toMatchObject({ ignore_body_fields: ['request_id'] });
+  });
+
   it('concurrent merges into one file are chained: every run lands', async () => {
     const { store, ref } = fresh();
     await Promise.all(

@@ -8,7 +8,7 @@ export { createRedactor, secretMarker, CREDENTIAL_HEADERS, REDACTED_VALUE, MIN_S
 export { createTape, redactEntry, redactCassette, DEFAULT_MAX_BODY_BYTES, TRUNCATED_NOTE, type TapeOptions } from './tape';
 export { normalise, differences, matchInputOfEntry, type MatchInput, type NormalisedRequest } from './match';
 export { createPlayer, playEntry, type PlayerOptions } from './player';
-export { FileCassetteStore, summarize, type FileCassetteStoreOptions } from './store';
+export { FileCassetteStore, summarize, effectiveMatch, type FileCassetteStoreOptions } from './store';
 export {
   parseCassette,
   checkCassette,

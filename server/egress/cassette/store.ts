@@ -73,7 +73,7 @@ export class FileCassetteStore implements CassetteStore {
     return this.chained(path, async () => {
       const text = await readFileIfExists(path);
       const current = text === null ? emptyCassette(ref, this.opts.creatorVersion) : parseCassette(text, path, ref);
-      const m = CassetteMatch.parse({ ...current.log._svcEmu.match, ...match });
+      const m = effectiveMatch(current.log._svcEmu.match, match);
       const incoming = [...entries].sort((a, b) => a._svcEmu.seq - b._svcEmu.seq);
       const runs = new Set(incoming.map((e) => e._svcEmu.invocation_id));
       const norms = incoming.map((e) => normalise(matchInputOfEntry(e), m));
@@ -128,6 +128,21 @@ export class FileCassetteStore implements CassetteStore {
       }
     });
   }
+}
+
+const DEFAULT_MATCH = CassetteMatch.parse({});
+
+/**
+ * The matchers a merge compares with: the defaults, then the cassette's own (`log._svcEmu.match`), then
+ * whatever the caller's (the snippet's) says differently from the defaults. A caller that passes a whole
+ * matcher set (defaults filled in) thus does not undo the cassette's own.
+ */
+export function effectiveMatch(cassette: Partial<CassetteMatch> | undefined, given: Partial<CassetteMatch>): CassetteMatch {
+  const out: CassetteMatch = { ...DEFAULT_MATCH, ...cassette };
+  for (const [k, v] of Object.entries(given) as [keyof CassetteMatch, unknown][]) {
+    if (v !== undefined && JSON.stringify(v) !== JSON.stringify(DEFAULT_MATCH[k])) (out as Record<string, unknown>)[k] = v;
+  }
+  return CassetteMatch.parse(out);
 }
 
 /** The summary `GET …/cassettes` lists. */
