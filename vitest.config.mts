@@ -13,6 +13,7 @@ const EXCLUSIVE = [
   'test/executor/pool.test.ts',
   'test/workspace/hazards.test.ts',
   'test/server/egress-record-replay.test.ts',
+  'test/server/egress-replay-proxy.test.ts',
   'test/agents/record-replay.test.ts',
 ];
 

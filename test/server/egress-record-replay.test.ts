@@ -263,6 +263,22 @@ describe('record, then replay with the provider gone', () => {
     }
   });
 
+  it('fault rules act before the cassette: QA can break a replay on purpose (once, then it plays again)', async () => {
+    const h = { key: null, headers: { 'x-emu-admin': core.admin } };
+    const rule = await core.call(
+      'POST',
+      '/_emu/egress/faults',
+      { host: 'localhost', action: { type: 'status', status: 503 }, times: 1 },
+      h,
+    );
+    expect(rule.status, rule.text).toBe(201);
+    const broken = await invoke('chat-bun', { base, prompt: 'Tell me about Paris' }, adminHeaders('replay'));
+    expect(broken.output.status).toBe(503);
+    expect(broken.record.egress).toMatchObject({ mode: 'replay', replayed: 0, unmatched: 0 });
+    const again = await invoke('chat-bun', { base, prompt: 'Tell me about Paris' }, adminHeaders('replay'));
+    expect(again.output.text).toBe(recorded.get('chat-bun')!.output.text);
+  });
+
   it('the integration replays from its cassette', async () => {
     const run = await invoke('weather', { city: 'Paris' }, adminHeaders('replay'));
     expect(run.output).toEqual(recorded.get('weather')!.output);
