@@ -85,6 +85,21 @@ def handler(input):
         conn.close()
 `;
 
+/** Opens a tunnel and closes it before any TLS (a run cancelled mid-handshake looks the same to the core). */
+const HANG_UP = `
+import os, socket
+from urllib.parse import urlparse
+
+def handler(input):
+    proxy = urlparse(os.environ["HTTPS_PROXY"])
+    target = urlparse(input["url"])
+    s = socket.create_connection((proxy.hostname, proxy.port), timeout=10)
+    s.sendall(("CONNECT %s:%d HTTP/1.1\\r\\nHost: %s:%d\\r\\n\\r\\n" % (target.hostname, target.port, target.hostname, target.port)).encode())
+    head = s.recv(1024).decode()
+    s.close()
+    return {"status_line": head.split("\\r\\n")[0]}
+`;
+
 /** What the sandbox sees of the CA: the bundle it names, and whether the data dir's key is reachable. */
 const CA_PROBE = `
 import os
@@ -194,6 +209,7 @@ beforeAll(async () => {
   await createSnippet('tls-peer', 'python', PEER_CERT);
   await createSnippet('tls-ca-probe', 'python', CA_PROBE);
   await createSnippet('tls-pinned', 'python', PINNED);
+  await createSnippet('tls-hang-up', 'python', HANG_UP);
 }, 60_000);
 
 afterAll(async () => {
@@ -295,6 +311,21 @@ describe('HTTPS through the egress proxy', () => {
       expect(replayed.json.ok).toBe(false);
       expect(replayed.json.error).toMatch(/502/);
       expect(replayed.json.error).toMatch(/nothing goes out in replay/);
+      expect(own.hits).toBe(1);
+    } finally {
+      await own.close();
+    }
+  }, 60_000);
+
+  it('a client that hangs up during the handshake fails only that tunnel: the next one to the host is terminated again', async () => {
+    const own = await startProvider(providerCa);
+    try {
+      const hung = await invoke('tls-hang-up', { url: own.origin }, 'record');
+      expect(hung.json, hung.text).toEqual({ status_line: 'HTTP/1.1 200 Connection Established' });
+      const next = await invoke('tls-peer', { url: own.origin }, 'record');
+      expect(next.status, next.text).toBe(200);
+      const ours = new X509Certificate(await readFile(join(core.dataDir, 'egress-ca', 'ca-cert.pem')));
+      expect(new X509Certificate(Buffer.from(next.json.der, 'base64')).checkIssued(ours)).toBe(true);
       expect(own.hits).toBe(1);
     } finally {
       await own.close();

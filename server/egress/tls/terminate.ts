@@ -37,7 +37,8 @@ export class TlsTerminator {
   /**
    * Answers the CONNECT with `200 Connection Established`, then the TLS handshake as the server of `host`
    * (SNI picks the certificate; the CONNECT's host when the client sends none). Resolves once the handshake
-   * is done, or with why it failed (then the tunnel is closed, and host:port remembered as not terminable).
+   * is done, or with why it failed (then the tunnel is closed, and, when the client refused the TLS, host:port is
+   * remembered as not terminable).
    */
   async terminate(client: Socket, head: Buffer, host: string, port: number): Promise<Termination> {
     const ca = this.ca;
@@ -66,21 +67,26 @@ export class TlsTerminator {
       ALPNProtocols: ['http/1.1'],
     });
     return new Promise<Termination>((resolve) => {
-      const done = (t: Termination) => {
+      /**
+       * `remember`: only the client's own TLS refusal (an alert, or what is not TLS at all) marks host:port as not
+       * terminable; a close or a reset mid-handshake (a run cancelled, the runner's relay closing its connections
+       * at the run's end) or a timeout fails this connection only.
+       */
+      const done = (t: Termination, remember = false) => {
         clearTimeout(timer);
         socket.off('secure', ok);
         socket.off('error', bad);
         socket.off('close', closed);
         if ('failed' in t) {
-          this.remember(host, port, t.failed);
+          if (remember) this.remember(host, port, t.failed);
           socket.destroy();
           client.destroy();
         }
         resolve(t);
       };
       const ok = () => done({ socket });
-      const bad = (err: Error) => done({ failed: handshakeError(err) });
-      const closed = () => done({ failed: 'the client closed the connection during the TLS handshake (does it trust the egress CA?)' });
+      const bad = (err: Error) => done({ failed: handshakeError(err) }, /^ERR_SSL_/.test((err as NodeJS.ErrnoException).code ?? ''));
+      const closed = () => done({ failed: 'the client closed the connection during the TLS handshake' });
       const timer = setTimeout(() => done({ failed: `no TLS handshake within ${HANDSHAKE_MS} ms` }), HANDSHAKE_MS);
       socket.once('secure', ok);
       socket.once('error', bad);
