@@ -131,6 +131,8 @@ beforeAll(async () => {
     weather: { 'index.ts': BUN_WEATHER },
     // snippet.json chooses replay from a cassette of its own: nothing recorded there, so every call misses.
     pinned: { 'index.ts': BUN_CHAT, 'snippet.json': JSON.stringify({ egress: { mode: 'replay', cassette: 'pinned-take' } }) },
+    // snippet.json's matchers: the messages do not count, so another prompt still finds the recording.
+    loose: { 'index.ts': BUN_CHAT, 'snippet.json': JSON.stringify({ egress: { match: { ignore_body_fields: ['messages'] } } }) },
   };
   for (const [name, files] of Object.entries(folders)) {
     await mkdir(join(workspace, 'snippets', name), { recursive: true });
@@ -151,6 +153,7 @@ beforeAll(async () => {
     ['chat-bun', { base, prompt: 'Tell me about Paris' }, undefined],
     ['chat-py', { base, prompt: 'Tell me about Paris' }, undefined],
     ['weather', { city: 'Paris' }, undefined],
+    ['loose', { base, prompt: 'Tell me about Paris' }, undefined],
     ['echo', { base, prompt: 'Tell me about Paris', echo: `${fake.url}/api/echo` }, 'echo'],
   ] as const) {
     const snippet = name === 'echo' ? 'chat-bun' : name;
@@ -279,6 +282,12 @@ describe('record, then replay with the provider gone', () => {
     expect(again.output.text).toBe(recorded.get('chat-bun')!.output.text);
   });
 
+  it("snippet.json's egress.match reaches the player: an ignored body field does not count", async () => {
+    const run = await invoke('loose', { base, prompt: 'Tell me about Lyon' }, adminHeaders('replay'));
+    expect(run.output.text).toBe(recorded.get('loose')!.output.text);
+    expect(run.record.egress).toMatchObject({ mode: 'replay', replayed: 1, unmatched: 0 });
+  });
+
   it('the integration replays from its cassette', async () => {
     const run = await invoke('weather', { city: 'Paris' }, adminHeaders('replay'));
     expect(run.output).toEqual(recorded.get('weather')!.output);
@@ -389,7 +398,7 @@ describe('record, then replay with the provider gone', () => {
 
   it('no secret value in any cassette file or any egress_blob', async () => {
     const texts: string[] = [];
-    for (const name of ['chat-bun', 'chat-py', 'weather']) {
+    for (const name of ['chat-bun', 'chat-py', 'weather', 'loose']) {
       const dir = join(workspace, 'snippets', name, 'cassettes');
       for (const f of await readdir(dir)) texts.push(await readFile(join(dir, f), 'utf8'));
     }
