@@ -60,7 +60,7 @@ export interface LocalHostOptions {
   egressSocket?: string | null;
   /**
    * A PEM file of the TLS roots runners trust (the host's roots and the core's egress CA, for record and replay
-   * of HTTPS: docs/security.md "The egress CA"). Bound read-only at CA_BUNDLE_IN_SANDBOX under bubblewrap and
+   * of HTTPS: docs/cassettes.md "HTTPS", and docs/security.md). Bound read-only at CA_BUNDLE_IN_SANDBOX under bubblewrap and
    * named by SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and NODE_EXTRA_CA_CERTS. Unset: the defaults.
    */
   caBundle?: string | null;

@@ -10,7 +10,7 @@ any bundle is given, and drops this module afterwards).
    and async clients, each with the relay's proxy mounts). The spare builds a few with httpcore2's own function,
    and `default_ssl_context` hands each one out once, to the first callers that would have built the same thing
    (SSL_CERT_FILE / SSL_CERT_DIR at the call as they were in the spare's environment: the core names its CA
-   bundle there, docs/security.md "The egress CA"); past those, or with either variable changed, it builds one
+   bundle there, docs/cassettes.md "HTTPS"); past those, or with either variable changed, it builds one
    as before. Every caller still gets a new context of its own, from the same CA file, with the same
    settings: only when it was built differs (docs/parity.md, "Spare runners (cold starts)").
 
