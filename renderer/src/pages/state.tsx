@@ -199,12 +199,16 @@ function ImportCard() {
     setError(null);
     try {
       const raw = new Uint8Array(await file.arrayBuffer());
-      const path = api.client.path(operations.emuImportState, { query: { replace: 'true' } });
-      const reply = await api.client.sendPath('POST', path, {
-        auth: 'admin',
-        raw,
-        headers: { 'content-type': STATE_ARCHIVE_TYPE, ...(pass ? { 'x-emu-passphrase': encodeURIComponent(pass) } : {}) },
-      });
+      const send = (replace: boolean) =>
+        api.client.sendPath('POST', api.client.path(operations.emuImportState, { query: { replace: replace ? 'true' : 'false' } }), {
+          auth: 'admin',
+          raw,
+          headers: { 'content-type': STATE_ARCHIVE_TYPE, ...(pass ? { 'x-emu-passphrase': encodeURIComponent(pass) } : {}) },
+        });
+      // Into an emulator with no state yet (only what a first start makes) it simply goes in; one with state
+      // refuses (state_not_empty), and the replacement the user confirmed is asked for then (the old state kept aside).
+      let reply = await send(false);
+      if (reply.status === 409 && (reply.body as { code?: string } | undefined)?.code === 'state_not_empty') reply = await send(true);
       if (reply.status !== 200) {
         throw new ProblemError(
           operations.emuImportState.operationId,
@@ -277,7 +281,7 @@ function ImportCard() {
             <span className="op-confirm" role="group" aria-label="Confirm the import" data-testid="import-confirm-box">
               <span>
                 This replaces the emulator’s current state with the archive’s. The current state is not deleted: it is kept aside in the
-                data dir (<code>replaced-&lt;time&gt;/</code>).
+                data dir (<code>replaced-&lt;time&gt;/</code>), unless it holds nothing yet.
               </span>
               <button
                 type="button"
