@@ -77,15 +77,10 @@ export const StateManifest = z
 
 export const StateExportRequest = z
   .object({
-    passphrase: z
-      .string()
-      .min(8)
-      .max(1024)
-      .optional()
-      .meta({
-        description:
-          'Encrypts the secrets into the archive (scrypt + AES-256-GCM). Without it every secret is left out, and the manifest names each.',
-      }),
+    passphrase: z.string().min(8).max(1024).optional().meta({
+      description:
+        'Encrypts the secrets into the archive (scrypt + AES-256-GCM). Without it every secret is left out, and the manifest names each.',
+    }),
   })
   .meta({ id: 'StateExportRequest' });
 
@@ -158,13 +153,10 @@ export const emuImportState = defineOperation({
       .meta({ description: 'Replace a state that is not empty; the old one is kept in `<data-dir>/replaced-<time>/`.' }),
   }),
   headers: z.object({
-    'x-emu-passphrase': z
-      .string()
-      .optional()
-      .meta({
-        description:
-          'The passphrase the archive’s secrets were encrypted with, percent-encoded (UTF-8). Without it an encrypted archive’s secrets are refused (`passphrase_required`).',
-      }),
+    'x-emu-passphrase': z.string().optional().meta({
+      description:
+        'The passphrase the archive’s secrets were encrypted with, percent-encoded (UTF-8). Without it an encrypted archive’s secrets are refused (`passphrase_required`).',
+    }),
   }),
   rawBody: {
     contentType: STATE_ARCHIVE_TYPE,

@@ -252,7 +252,7 @@ describe('state export → import', () => {
       const res = await fetch(`${b.url}/_emu/state/import`, {
         method: 'POST',
         headers: { authorization: `Bearer ${b.admin}`, 'content-type': 'application/vnd.svc-emu.state+gzip' },
-        body: plainArchive,
+        body: new Uint8Array(plainArchive),
       });
       const report = await res.json();
       expect(res.status, JSON.stringify(report)).toBe(200);
