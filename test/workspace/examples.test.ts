@@ -37,12 +37,13 @@ interface Loaded {
   deploy: string[];
 }
 
-/** Every file of a snippet folder that belongs in its bundle (no snippet.json, dotfiles, caches). */
+/** Every file of a snippet folder that belongs in its bundle (no snippet.json, dotfiles, caches, recorded calls in cassettes/). */
 async function bundleFiles(dir: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   const walk = async (d: string) => {
     for (const e of await readdir(d, { withFileTypes: true })) {
       if (e.name.startsWith('.') || e.name === 'node_modules' || e.name === '__pycache__') continue;
+      if (d === dir && e.name === 'cassettes' && e.isDirectory()) continue;
       const path = join(d, e.name);
       if (e.isDirectory()) await walk(path);
       else if (e.isFile()) {
