@@ -320,6 +320,8 @@ function completionCommands(): Record<string, { subs?: string[]; flags: readonly
     cassettes: { flags: flagsOf('cassettes'), snippetArg: true },
     report: { flags: flagsOf('report') },
     'import-report': { flags: flagsOf('import-report') },
+    export: { flags: flagsOf('export') },
+    import: { flags: flagsOf('import') },
   };
 }
 
