@@ -73,6 +73,8 @@ export async function importRepro(
             max_cpu_percent: inv.version.max_cpu_percent,
           },
           'api',
+          // snippet.json's `egress` (mode, cassette, matchers) as the version had it.
+          inv.version.egress ? { egress: inv.version.egress } : {},
         )
         .catch((err: unknown) => {
           if (err instanceof ValidationError) err.message = `invocations[${n}] (${inv.invocation_id}): ${err.message}`;

@@ -314,6 +314,30 @@ describe('import-report on another emulator', () => {
     expect(await newest()).toBe(invBefore);
   });
 
+  it('several runs of one version in one report make one version here, an invocation each; snippet.json egress settings travel', async () => {
+    await makeSnippet(a, 'twice', 'export default async function handler(input) {\n  return { twice: input.k };\n}\n');
+    const runs = [];
+    for (const k of [1, 2]) runs.push((await a.call('POST', '/v1/invoke/twice', { k })).headers.get('x-invocation-id')!);
+    const html = (await a.call('GET', `/_emu/report?ids=${runs.join(',')}`, undefined, { key: a.admin })).text;
+    const repro = reproOf(html);
+    expect(repro.invocations.map((i) => i.input)).toEqual([{ k: 1 }, { k: 2 }]);
+    repro.invocations.forEach((i) => (i.version.egress = { mode: 'record', cassette: 'kept', match: { ignore_query: ['ts'] } }));
+    const r = await b.client.call(operations.emuImportReport, { body: { repro } });
+    expect(r.invocations.map((i) => [i.source_id, i.version, i.snippet_created])).toEqual([
+      [runs[0], 1, true],
+      [runs[1], 1, true],
+    ]);
+    expect((await b.call('GET', '/v1/snippets/twice/versions')).json.data).toHaveLength(1);
+    for (const [n, i] of r.invocations.entries()) {
+      const again = await runCli(['invoke', '--replay', i.id, '--json', '--data-dir', b.dataDir]);
+      expect(JSON.parse(again.stdout).output).toEqual({ twice: n + 1 });
+    }
+    // A plain run of the imported version takes its mode and cassette from the version (snippet.json's egress).
+    const plain = await b.call('POST', '/v1/invoke/twice', { k: 3 });
+    const view = await b.client.call(operations.emuGetInvocation, { params: { id: plain.headers.get('x-invocation-id')! } });
+    expect(view.egress).toMatchObject({ mode: 'record', source: 'snippet', cassette: 'kept' });
+  });
+
   it('a report this emulator cannot take is refused before anything is made: a runtime clash, a limit above the tenant cap', async () => {
     const html = (await a.call('GET', `/_emu/report?ids=${ids.hostile}`, undefined, { key: a.admin })).text;
     const repro = reproOf(html);
