@@ -11,7 +11,7 @@ import type { CallRequest, EgressSession, TapeCall } from './cassette/types';
 import type { FaultPlan } from './faults';
 import { PROBLEM_TYPE_BASE } from '../http/problem';
 import type { TlsTerminator } from './tls/terminate';
-import { upstreamCa } from './tls/trust';
+import { upstreamTls } from './tls/trust';
 import { isProviderCall, type ExchangeRecorder } from './exchanges';
 
 type Gate =
@@ -188,7 +188,6 @@ export class EgressProxy {
     };
     const call = session?.tape.begin(callRequest) ?? null;
     const log = (fields: { status?: number | null; refused?: string | null; error?: string | null }) => {
-      call?.end(fields.error ?? fields.refused ?? (fields.status == null ? 'no answer' : null));
       const entry = this.egress.record({
         source: 'snippet',
         ...identity,
@@ -207,6 +206,8 @@ export class EgressProxy {
         startedAt: started,
       });
       exchange?.finish(entry);
+      // After the log entry: building the tape's entry (redaction) is not the call's time.
+      call?.end(fields.error ?? fields.refused ?? (fields.status == null ? 'no answer' : null));
     };
     /** The whole request body (a fault's or the cassette's answer needs no upstream, but the tape and the agent view want it). */
     const readBody = () =>
@@ -289,7 +290,7 @@ export class EgressProxy {
         // TLS the core terminated goes on over TLS, checked against the name the client asked for.
         ...(url.protocol === 'https:' && !isIP(host) ? { servername: host } : {}),
         // The default roots, plus SVC_EMU_EXTRA_CA's in tests (server/egress/tls/trust.ts): the check stays on.
-        ...(url.protocol === 'https:' ? { ca: upstreamCa() } : {}),
+        ...(url.protocol === 'https:' ? upstreamTls() : {}),
       },
       (up) => {
         exchange?.head(up.statusCode ?? null, up.headers['content-type'], up.headers['content-encoding']);

@@ -8,7 +8,7 @@ import { refuseAddress, type EgressRules } from '../egress/policy';
 import type { Clock } from '../core-deps';
 import type { EventBus } from '../events/bus';
 import { EXCHANGE_LIMITS, isProviderCall, ProviderExchanges } from '../egress/exchanges';
-import { upstreamCa } from '../egress/tls/trust';
+import { upstreamTls } from '../egress/tls/trust';
 import type { CallRequest, EgressSession, ReplayAnswer, ReplayMiss } from '../egress/cassette/types';
 
 /** Who makes an outbound call. */
@@ -219,7 +219,6 @@ export class EgressService {
     });
     if (call && req.body) call.requestBody(req.body);
     const done = (fields: Partial<EgressEntry>) => {
-      if (call && fields.status == null) call.end(fields.error ?? fields.refused ?? 'no answer');
       const entry = this.record({
         ...base,
         status: null,
@@ -231,12 +230,13 @@ export class EgressService {
         ...fields,
       });
       exchange?.finish(entry);
+      // After the log entry: building the tape's entry (redaction) is not the call's time.
+      call?.end(fields.status == null ? (fields.error ?? fields.refused ?? 'no answer') : (fields.error ?? null));
       return entry;
     };
     const answered = (status: number, headers: IncomingHttpHeaders, body: Buffer, statusText = '') => {
       call?.head({ status, statusText, headers: headerPairs(headers) });
       if (body.length) call?.chunk(body);
-      call?.end(null);
     };
 
     const plan = this.plan(host, req.integration);
@@ -330,7 +330,7 @@ export class EgressService {
           // Connect to the address the profile approved; TLS still checks the certificate for the name.
           lookup: (_host, opts, cb) => (opts.all ? cb(null, [target]) : cb(null, target.address, target.family)),
           // The default roots, plus SVC_EMU_EXTRA_CA's in tests (server/egress/tls/trust.ts).
-          ...(req.url.protocol === 'https:' ? { ca: upstreamCa() } : {}),
+          ...(req.url.protocol === 'https:' ? upstreamTls() : {}),
         },
         (res) => {
           const chunks: Buffer[] = [];
