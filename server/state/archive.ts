@@ -1,7 +1,8 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { STATE_FORMAT, STATE_FORMAT_VERSION, StateManifest, type StateCounts } from '../../contract/emu/state';
-import { Cassette, EgressModeSetting } from '../../contract/schemas/cassette';
+import { Cassette, CASSETTE_NAME_RE, EgressModeSetting } from '../../contract/schemas/cassette';
+import { NAME_RE } from '../../contract/schemas/common';
 import { NewFaultRule } from '../../contract/schemas/egress';
 import { sha256Hex } from '../ids';
 import { migrate } from '../storage/migrations';
@@ -44,9 +45,10 @@ export const Extras = z.object({
 export type Extras = z.infer<typeof Extras>;
 
 export const ArchivedCassette = z.object({
-  tenant: z.string(),
-  snippet: z.string(),
-  name: z.string(),
+  // Names only (they become path segments where the target keeps cassettes: services/egress-sessions.ts).
+  tenant: z.string().regex(NAME_RE),
+  snippet: z.string().regex(NAME_RE),
+  name: z.string().regex(CASSETTE_NAME_RE),
   /** Where the source kept it: beside the workspace snippet, or in the data dir. */
   where: z.enum(['workspace', 'data_dir']),
   cassette: Cassette,
@@ -340,6 +342,14 @@ export async function parseArchive(
   const checked = DbData.safeParse(fill(migrated.doc));
   if (!checked.success) throw new ArchiveError(`the archive's db.json fails the load check: ${zodProblems(checked.error)}`);
   const db = checked.data;
+  // Tenant, snippet and environment names become URL and path segments (the workspace, cassettes): names only.
+  const badName = [
+    ...db.tenants.map((t) => ['tenant', t.name] as const),
+    ...db.snippets.map((x) => ['snippet', x.name] as const),
+    ...db.environments.map((e) => ['environment', e.name] as const),
+  ].find(([, n]) => !NAME_RE.test(n));
+  if (badName)
+    throw new ArchiveError(`the archive's db.json fails the load check: ${badName[0]} name ${JSON.stringify(badName[1])} is not a name`);
 
   const blobs = new Map<string, Buffer>();
   const inbox = new Map<string, Buffer>();

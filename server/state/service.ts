@@ -222,10 +222,14 @@ export class StateService {
     if (extras.egress.mode && this.live.egress.setMode) this.live.egress.setMode(extras.egress.mode);
     for (const c of cassettes) {
       const tenant = db.tenants.find((t) => t.name === c.tenant);
-      if (!tenant || !this.live.cassettes) {
-        notes.push(
-          `cassette ${c.tenant}/${c.snippet}/${c.name} not written: ${tenant ? 'this core has no cassette store' : 'its tenant is not in the state'}`,
-        );
+      const snippet = tenant && db.snippets.some((x) => x.tenant_id === tenant.id && x.name === c.snippet);
+      if (!tenant || !snippet || !this.live.cassettes) {
+        const why = !tenant
+          ? 'its tenant is not in the state'
+          : !snippet
+            ? 'its snippet is not in the state'
+            : 'this core has no cassette store';
+        notes.push(`cassette ${c.tenant}/${c.snippet}/${c.name} not written: ${why}`);
         continue;
       }
       await this.live.cassettes.put(tenant, c.snippet, c.name, c.cassette).catch((err: unknown) => {

@@ -103,6 +103,30 @@ describe('damaged, foreign and newer archives', () => {
         'archive_invalid',
       ],
       [
+        'a cassette whose snippet is a path out of its folder (sha256 made to match)',
+        () =>
+          rewrite(good, (parts) => {
+            const c = parts.find((p) => p.name === 'cassettes.json')!;
+            c.data = Buffer.from(
+              JSON.stringify([
+                {
+                  tenant: 'local',
+                  snippet: '../../../tmp/evil',
+                  name: 'x',
+                  where: 'data_dir',
+                  cassette: { log: { version: '1.2', entries: [] } },
+                },
+              ]),
+            );
+            const m = JSON.parse(parts[0]!.data.toString('utf8'));
+            m.parts = m.parts.map((p: { name: string }) =>
+              p.name === 'cassettes.json' ? { ...p, size: c.data.length, sha256: sha(c.data) } : p,
+            );
+            parts[0]!.data = Buffer.from(JSON.stringify(m));
+          }),
+        'archive_invalid',
+      ],
+      [
         'a db.json that fails the load check (sha256 made to match)',
         () =>
           rewrite(good, (parts) => {
