@@ -85,6 +85,24 @@ def handler(input):
         conn.close()
 `;
 
+/** Reads a streamed answer piece by piece: its text, and how long from its first piece to its last. */
+const BUN_STREAM = `
+export default async function handler(input) {
+  const r = await fetch(input.url);
+  const reader = r.body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const at = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+    at.push(performance.now());
+  }
+  return { status: r.status, text, pieces: at.length, span_ms: at.length ? at[at.length - 1] - at[0] : 0 };
+}
+`;
+
 /** Opens a tunnel and closes it before any TLS (a run cancelled mid-handshake looks the same to the core). */
 const HANG_UP = `
 import os, socket
@@ -139,6 +157,18 @@ async function startProvider(ca: EgressCa): Promise<Provider> {
     req.on('data', (c: Buffer) => (body += c));
     req.on('end', () => {
       p.hits++;
+      if (req.url === '/stream') {
+        // A streamed answer, paced like a model's tokens: five events 150 ms apart.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        let i = 0;
+        const next = () => {
+          res.write(`data: token ${i}\n\n`);
+          if (++i < 5) setTimeout(next, 150);
+          else res.end();
+        };
+        next();
+        return;
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ method: req.method, path: req.url, body, served: 'by the real server' }));
     });
@@ -210,6 +240,7 @@ beforeAll(async () => {
   await createSnippet('tls-ca-probe', 'python', CA_PROBE);
   await createSnippet('tls-pinned', 'python', PINNED);
   await createSnippet('tls-hang-up', 'python', HANG_UP);
+  await createSnippet('tls-stream', 'bun', BUN_STREAM);
 }, 60_000);
 
 afterAll(async () => {
@@ -284,6 +315,29 @@ describe('HTTPS through the egress proxy', () => {
       headers: { 'x-emu-admin': core.admin },
     });
     expect(run.json.egress).toMatchObject({ mode: 'replay', replayed: 2, unmatched: 0, passthrough: 0 });
+  }, 60_000);
+
+  it('a streamed HTTPS answer is recorded chunk by chunk and replayed at its pace, with the server gone', async () => {
+    const own = await startProvider(providerCa);
+    const url = `${own.origin}/stream`;
+    const live = await invoke('tls-stream', { url }, 'record');
+    expect(live.status, live.text).toBe(200);
+    const text = [0, 1, 2, 3, 4].map((i) => `data: token ${i}\n\n`).join('');
+    expect(live.json).toMatchObject({ status: 200, text });
+    await own.close();
+    const entry = (await cassette('tls-stream')).log.entries.find((e) => e.request.url === url)!;
+    expect(entry.response.content.text).toBe(text);
+    const chunks = (entry as unknown as { _svcEmu: { chunks: { t_ms: number; bytes: number }[] } })._svcEmu.chunks;
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    const recordedSpan = chunks[chunks.length - 1]!.t_ms - chunks[0]!.t_ms;
+    expect(recordedSpan).toBeGreaterThanOrEqual(450); // four gaps of 150 ms, however the pieces were cut
+
+    const replayed = await invoke('tls-stream', { url }, 'replay');
+    expect(replayed.status, replayed.text).toBe(200);
+    expect(replayed.json).toMatchObject({ status: 200, text });
+    // Played at the recorded pace: timers can only be late, so the replay takes at least (nearly) as long.
+    expect(replayed.json.pieces).toBeGreaterThanOrEqual(2);
+    expect(replayed.json.span_ms).toBeGreaterThanOrEqual(recordedSpan * 0.9);
   }, 60_000);
 
   it("a client that refuses the core's certificate: that call fails once; then recording passes it through blind (counted), replay refuses it", async () => {
