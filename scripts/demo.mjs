@@ -35,15 +35,17 @@ const USAGE = `usage: npm run demo [-- --live | --record] [--port N] [--data-dir
   --port N             the emulator's port (default 7070; 0 picks a free one)
   --data-dir DIR       the demo's data dir (default ./.svc-emu-demo: kept between demos, apart from npm start's;
                        --record uses a throwaway one unless given)
+  --workspace DIR      another workspace with the agent examples (default fixtures/workspace; --record writes its cassettes)
   --first-token-ms N   the fake model's time to first token (--live, --record; default 600)
   --token-ms MIN-MAX   the fake model's pause between tokens (--live, --record; default 30-60)
   --json               print one JSON line {gui_url, url, api_key, data_dir, provider_url, egress_mode} instead of the text
+                       (--record: {egress_mode, cassettes: [{snippet, path, entries, bytes}]} when done)
   --no-setup           skip the set-up and build check (npm run build does them)
 `;
 
 const PROMPT = 'What is the weather in Paris?';
 const AGENTS = ['mastra-agent', 'langgraph-agent'];
-const WORKSPACE = join(ROOT, 'fixtures', 'workspace');
+const EXAMPLE_WORKSPACE = join(ROOT, 'fixtures', 'workspace');
 /** Where replay points the agents: a reserved name that never resolves (RFC 6761), so nothing can go out. */
 const NOWHERE = 'http://replay.invalid';
 
@@ -55,6 +57,7 @@ function options(argv) {
       record: { type: 'boolean', default: false },
       port: { type: 'string', default: '7070' },
       'data-dir': { type: 'string' },
+      workspace: { type: 'string' },
       'first-token-ms': { type: 'string', default: '600' },
       'token-ms': { type: 'string', default: '30-60' },
       json: { type: 'boolean', default: false },
@@ -101,6 +104,7 @@ async function streamOnce(base, key, name) {
     body: JSON.stringify({ prompt: PROMPT }),
   });
   if (!res.ok) throw new Error(`${name}: ${res.status} ${await res.text()}`);
+  const id = res.headers.get('x-invocation-id');
   let text = '';
   const decoder = new TextDecoder();
   for await (const piece of res.body) text += decoder.decode(piece, { stream: true });
@@ -110,7 +114,7 @@ async function streamOnce(base, key, name) {
     const data = /^data: (.*)$/m.exec(frame)?.[1];
     if (event === 'chunk') chunks += 1;
     if (event === 'error') throw new Error(`${name}: ${JSON.parse(data).message}`);
-    if (event === 'result') return { output: JSON.parse(data).output, chunks };
+    if (event === 'result') return { id, output: JSON.parse(data).output, chunks };
   }
   throw new Error(`${name}: the stream ended without a result`);
 }
@@ -128,6 +132,7 @@ async function main() {
     return;
   }
   const mode = opts.record ? 'record' : opts.live ? 'live' : 'replay';
+  const workspace = opts.workspace ? resolve(opts.workspace) : EXAMPLE_WORKSPACE;
   const throwaway = mode === 'record' && opts['data-dir'] === undefined;
   const dataDir = throwaway
     ? await mkdtemp(join(tmpdir(), 'svc-emu-demo-record-'))
@@ -197,7 +202,7 @@ async function main() {
       '--data-dir',
       dataDir,
       '--workspace',
-      WORKSPACE,
+      workspace,
       '--egress-mode',
       mode,
     ],
@@ -270,7 +275,7 @@ async function main() {
     mode === 'replay'
       ? [
           `  Egress   replay: the agents' model and weather calls are answered from their cassettes`,
-          `           (fixtures/workspace/snippets/<agent>/cassettes/default.har) at the recorded pace; nothing goes out`,
+          `           (${relative(process.cwd(), workspace) || '.'}/snippets/<agent>/cassettes/default.har) at the recorded pace; nothing goes out`,
           `           (the secrets point at ${NOWHERE}). Switch: \`npm run demo -- --live\` (the paced fake model, live),`,
           `           \`npm run demo -- --record\` (record the cassettes again).`,
         ]
@@ -317,21 +322,28 @@ async function main() {
 async function record(banner, admin, fake, opts) {
   const say = (line) => process.stderr.write(`demo: ${line}\n`);
   say(`recording against the fake model (first token after ${opts['first-token-ms']} ms, then ${opts['token-ms']} ms a token)`);
+  const written = [];
   for (const name of AGENTS) {
     await api(banner.url, admin, 'DELETE', `/_emu/snippets/${name}/cassettes/default`);
-    const { output, chunks } = await streamOnce(banner.url, banner.api_key, name);
-    const res = await api(banner.url, admin, 'GET', `/_emu/snippets/${name}/cassettes`);
-    const cassette = (await res.json()).data.find((c) => c.name === 'default');
-    if (!cassette) throw new Error(`${name}: the run wrote no cassette`);
+    const { id, output, chunks } = await streamOnce(banner.url, banner.api_key, name);
+    // The run's calls are merged into the cassette as it ends: wait (a few seconds at most) until the file holds them.
+    let cassette;
+    for (const deadline = Date.now() + 10_000; ; await new Promise((r) => setTimeout(r, 100))) {
+      const res = await api(banner.url, admin, 'GET', `/_emu/snippets/${name}/cassettes`);
+      cassette = (await res.json()).data.find((c) => c.name === 'default');
+      if (cassette?.episodes.includes(id)) break;
+      if (Date.now() > deadline) throw new Error(`${name}: the run ${id} wrote no cassette`);
+    }
     const text = await readFile(cassette.path, 'utf8');
     for (const secret of [fake.api_key, fake.rest_token]) {
       if (text.includes(secret)) throw new Error(`${cassette.path} holds a credential of the provider: it must not be committed`);
     }
+    written.push({ snippet: name, path: cassette.path, entries: cassette.entries, bytes: cassette.bytes });
     say(
       `${name}: ${chunks} chunks, answer ${JSON.stringify(output.answer)} → ${relative(process.cwd(), cassette.path)} (${cassette.entries} calls, ${cassette.bytes} bytes)`,
     );
   }
-  if (opts.json) process.stdout.write(JSON.stringify({ egress_mode: 'record', recorded: AGENTS }) + '\n');
+  if (opts.json) process.stdout.write(JSON.stringify({ egress_mode: 'record', cassettes: written }) + '\n');
   else say('done: review the cassettes (git diff) and commit them beside their snippets');
 }
 

@@ -1,11 +1,12 @@
 // `npm run demo` (scripts/demo.mjs). By default, offline: no provider, the core in replay on the example
 // workspace, both agents answering from their shipped cassettes, byte for byte the same answer and frames
 // run after run. With --live: the fake model paced like a real one; a Mastra agent's answer streams in
-// token by token; Ctrl+C (SIGINT) stops everything it started. Real processes: the demo, the fake provider
-// (--live only), `svc-emu serve` and its runners.
+// token by token; Ctrl+C (SIGINT) stops everything it started. With --record (into a copy of the agents'
+// folders): both cassettes written with their chunk timing and no credential, then it exits. Real
+// processes: the demo, the fake provider (--live, --record), `svc-emu serve` and its runners.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -166,6 +167,51 @@ describe('npm run demo', () => {
       expect(spread).toBeGreaterThanOrEqual(20 * (first.chunks.length - 1));
     }
     await interrupt(demo, exited);
+  }, 120_000);
+
+  it('--record: records both agents into a workspace copy, chunk timing included, no credential in the files, and exits', async () => {
+    const workspace = await tempDir('svc-emu-demo-ws-');
+    dataDirs.push(workspace);
+    for (const name of ['mastra-agent', 'langgraph-agent']) {
+      await cp(join(PROJECT_ROOT, 'fixtures', 'workspace', 'snippets', name), join(workspace, 'snippets', name), {
+        recursive: true,
+        filter: (src) => !src.includes('cassettes'),
+      });
+    }
+    const dataDir = await tempDir('svc-emu-demo-');
+    dataDirs.push(dataDir);
+    const demo = spawn(
+      process.execPath,
+      [
+        join(PROJECT_ROOT, 'scripts', 'demo.mjs'),
+        ...['--no-setup', '--json', '--port', '0', '--data-dir', dataDir],
+        ...['--record', '--workspace', workspace, '--first-token-ms', '300'],
+      ],
+      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    demos.push(demo);
+    let stdout = '';
+    let stderr = '';
+    demo.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    demo.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const code = await new Promise<number | null>((res) => demo.once('close', (c) => res(c)));
+    expect(code, stderr).toBe(0);
+    const done = JSON.parse(stdout.trim()) as { egress_mode: string; cassettes: { snippet: string; path: string; entries: number }[] };
+    expect(done.egress_mode).toBe('record');
+    expect(done.cassettes.map((c) => c.snippet)).toEqual(['mastra-agent', 'langgraph-agent']);
+    for (const c of done.cassettes) {
+      expect(c.path).toBe(join(workspace, 'snippets', c.snippet, 'cassettes', 'default.har'));
+      expect(c.entries).toBe(3); // the model twice, the weather integration once
+      const text = await readFile(c.path, 'utf8');
+      for (const secret of ['sk-fake', 'rest-secret']) expect(text).not.toContain(secret);
+      // The answer's chunks are there with the fake model's pace: the first after 300 ms, the rest spread out.
+      const entries = (JSON.parse(text) as { log: { entries: { _svcEmu: { chunks: { t_ms: number }[] } }[] } }).log.entries;
+      const answer = entries.at(-1)!._svcEmu.chunks;
+      expect(answer.length).toBeGreaterThanOrEqual(10);
+      expect(answer[0]!.t_ms).toBeGreaterThanOrEqual(250);
+      expect(answer.at(-1)!.t_ms - answer[0]!.t_ms).toBeGreaterThanOrEqual(20 * (answer.length - 2));
+    }
+    expect(stderr).toMatch(/recording against the fake model/);
   }, 120_000);
 
   it('--live: streams the Mastra agent token by token from the paced fake model, and Ctrl+C stops everything', async () => {
