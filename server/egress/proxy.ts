@@ -272,8 +272,12 @@ export class EgressProxy {
         log({ status, refused: refused ? gate.detail : null, error: refused ? null : gate.detail });
         return;
       }
-      case 'replay':
-        return this.replay(req, res, session!, { ...callRequest, body: await readBody() }, exchange, call, log, (n) => (bytesIn += n));
+      case 'replay': {
+        // A latency fault delays the answer as it would a live one: the recorded times count from after it.
+        const from = started + plan.latencyMs;
+        const body = await readBody();
+        return this.replay(res, session!, { ...callRequest, body }, exchange, call, log, (n) => (bytesIn += n), from);
+      }
     }
     const target = gate.target;
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -328,7 +332,6 @@ export class EgressProxy {
    * closest recorded call and how it differs. Timers go with the client.
    */
   private async replay(
-    req: IncomingMessage,
     res: ServerResponse,
     session: EgressSession,
     request: CallRequest,
@@ -336,6 +339,8 @@ export class EgressProxy {
     call: TapeCall | null,
     log: (fields: { status?: number | null; refused?: string | null; error?: string | null }) => void,
     counted: (bytes: number) => void,
+    /** When the call began (performance.now()): recorded chunk times count from the request, as they were taken. */
+    started: number,
   ): Promise<void> {
     const answer = answerFromCassette(session, request);
     if ('message' in answer) {
@@ -368,10 +373,11 @@ export class EgressProxy {
     call?.head({ status: answer.head.status, statusText: answer.head.statusText, headers: answer.head.headers.map(([k, v]) => [k, v]) });
     if (answer.head.statusText) res.writeHead(answer.head.status, answer.head.statusText, headers);
     else res.writeHead(answer.head.status, headers);
-    // Each chunk is due at its recorded offset from the first byte (the waits add up from one start, so timer lateness does not accumulate).
+    // Each chunk is due at its recorded offset from the call's start, as the tape took it (the waits add up from
+    // one start, so neither timer lateness nor a slow start accumulates).
     const due: number[] = [];
     for (const c of answer.chunks) due.push((due[due.length - 1] ?? 0) + c.delayMs);
-    const t0 = performance.now();
+    const t0 = started;
     const played = await new Promise<boolean>((resolve) => {
       let i = 0;
       let timer: NodeJS.Timeout | null = null;
@@ -403,7 +409,6 @@ export class EgressProxy {
       step();
     });
     log(played ? { status: answer.head.status } : { status: answer.head.status, error: 'the client went away during the replay' });
-    void req;
   }
 
   /**

@@ -9,6 +9,7 @@
  */
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
@@ -88,6 +89,40 @@ async function chunkTimes(id: string): Promise<number[]> {
   const [entry] = await callsOf(id);
   expect(entry, `run ${id} made no call`).toBeDefined();
   return entry!._svcEmu.chunks.map((c) => c.t_ms);
+}
+
+/** Runs `fn` and says how long the core's event loop (this process) was held up at most meanwhile, in ms. */
+async function withLoopLag<T>(fn: () => Promise<T>): Promise<{ value: T; lagMs: number }> {
+  const h = monitorEventLoopDelay({ resolution: 5 });
+  h.enable();
+  try {
+    const value = await fn();
+    return { value, lagMs: h.max / 1e6 };
+  } finally {
+    h.disable();
+  }
+}
+
+/**
+ * Each replayed chunk at its recorded time: never early, and late by at most 10% (+2 ms), or by no more than
+ * the core's event loop was held up during the replay (a 2-core machine shared with other work stalls the
+ * loop now and then: the timer fires as soon as it runs again, and the next chunks are back on time, since
+ * every wait counts from the call's start). Half the chunks within 5%: the pace holds as a whole.
+ */
+function expectOnPace(what: string, want: number[], got: number[], lagMs: number): void {
+  expect(got.length, what).toBe(want.length);
+  expect(want.length).toBeGreaterThan(3);
+  const rel: number[] = [];
+  for (let i = 0; i < want.length; i++) {
+    const late = got[i]! - want[i]!;
+    expect(late, `${what} chunk ${i}: ${got[i]} ms, recorded ${want[i]} ms (early)`).toBeGreaterThanOrEqual(-2);
+    expect(late, `${what} chunk ${i}: ${got[i]} ms, recorded ${want[i]} ms (loop held up ${lagMs.toFixed(0)} ms)`).toBeLessThanOrEqual(
+      Math.max(want[i]! * 0.1 + 2, lagMs + 5),
+    );
+    rel.push(Math.abs(late) / want[i]!);
+  }
+  rel.sort((a, b) => a - b);
+  expect(rel[Math.floor(rel.length / 2)]!, `${what}: the median chunk is off by more than 5%`).toBeLessThanOrEqual(0.05);
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined | null | false>, ms = 20_000): Promise<T> {
@@ -243,10 +278,10 @@ describe('record, then replay with the provider gone', () => {
     expect(echo._svcEmu.redacted).toContain('[secret ECHO_SECRET]');
   });
 
-  it('with the provider stopped, replay gives the same output, each chunk at the recorded time (±10%)', async () => {
+  it('with the provider stopped, replay gives the same output, each chunk at the recorded time (10%, or the loop’s own stall)', async () => {
     for (const name of ['chat-bun', 'chat-py']) {
       const rec = recorded.get(name)!;
-      const run = await invoke(name, { base, prompt: 'Tell me about Paris' }, adminHeaders('replay'));
+      const { value: run, lagMs } = await withLoopLag(() => invoke(name, { base, prompt: 'Tell me about Paris' }, adminHeaders('replay')));
       if (name === 'chat-bun') expect(run.output.replayed).toBe('replayed');
       const { replayed: _r, ...same } = run.output;
       const { replayed: _o, ...orig } = rec.output;
@@ -255,14 +290,8 @@ describe('record, then replay with the provider gone', () => {
       expect(run.record.parity_warnings).toContain('egress: outbound calls replayed from cassette default (nothing went out)');
       const want = await chunkTimes(rec.id);
       const got = await chunkTimes(run.id);
-      if (process.env.RR_TIMING) console.log(name, JSON.stringify({ want, got }));
-      expect(got.length).toBe(want.length);
-      expect(want.length).toBeGreaterThan(3);
-      for (let i = 0; i < want.length; i++) {
-        expect(Math.abs(got[i]! - want[i]!), `${name} chunk ${i}: ${got[i]} ms, recorded ${want[i]} ms`).toBeLessThanOrEqual(
-          want[i]! * 0.1 + 2,
-        );
-      }
+      if (process.env.RR_TIMING) console.log(name, JSON.stringify({ want, got, lagMs }));
+      expectOnPace(name, want, got, lagMs);
     }
   });
 
@@ -304,12 +333,14 @@ describe('record, then replay with the provider gone', () => {
     expect(set.json).toEqual({ mode: 'live', replay_speed: 2 });
     try {
       const rec = recorded.get('chat-bun')!;
-      const run = await invoke('chat-bun', { base, prompt: 'Tell me about Paris' }, adminHeaders('replay'));
+      const { value: run, lagMs } = await withLoopLag(() =>
+        invoke('chat-bun', { base, prompt: 'Tell me about Paris' }, adminHeaders('replay')),
+      );
       expect(run.output.text).toBe(rec.output.text);
       const want = (await chunkTimes(rec.id)).map((t) => t / 2);
       const got = await chunkTimes(run.id);
-      for (let i = 0; i < want.length; i++)
-        expect(Math.abs(got[i]! - want[i]!), `chunk ${i}: ${got[i]} ms, want ${want[i]} ms`).toBeLessThanOrEqual(want[i]! * 0.1 + 2);
+      if (process.env.RR_TIMING) console.log('speed 2', JSON.stringify({ want, got, lagMs }));
+      expectOnPace('at speed 2', want, got, lagMs);
     } finally {
       await core.call('PUT', '/_emu/egress/mode', { replay_speed: 1 }, { key: null, headers: { 'x-emu-admin': core.admin } });
     }
