@@ -45,6 +45,33 @@ async function api(method: string, path: string, body?: unknown, headers?: Recor
 
 const text = (locator: Locator, what: string) => shownText(p, locator, what);
 
+/**
+ * Clicks `button` and returns the download it starts; when none comes (the page showed the core's refusal
+ * instead, or a loaded machine is slow past 30 s) says what the page shows.
+ */
+async function downloadOf(page: GuiPage, button: Locator): Promise<Download> {
+  try {
+    const [d] = await Promise.all([page.page.waitForEvent('download', { timeout: 30_000 }), button.click()]);
+    return d;
+  } catch (err) {
+    await page.screenshot('record-replay-no-download').catch(() => {});
+    const body = await page.page
+      .locator('body')
+      .innerText({ timeout: 1000 })
+      .catch(() => '<unreadable>');
+    throw new Error(
+      `no download came (${(err as Error).message.split('\n')[0]})\npage: ${body.slice(0, 1500)}\nerrors: ${JSON.stringify(page.errors)}`,
+    );
+  }
+}
+
+/** Opens `route` on the shared page mounted anew (a page already shown keeps its form state across tests). */
+async function freshPage(route: string) {
+  await p.go('');
+  await p.page.getByTestId('version').waitFor();
+  await p.go(route);
+}
+
 async function saved(download: Download): Promise<Buffer> {
   const path = await download.path();
   return readFile(path);
@@ -115,7 +142,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     expect(await text(badge, 'the replay badge')).toContain('Replaying from cassettes');
     await p.page.getByTestId('egress-replay-speed').selectOption('2');
     await until('replay speed 2', async () => (await api('GET', '/_emu/egress/mode')).replay_speed === 2);
-    expect(await text(badge, 'the badge with its speed')).toContain('2×');
+    await until('the badge with its speed', async () => (await badge.innerText()).includes('2×'));
     await p.screenshot('egress-mode-replay');
     // A narrow window's top bar shows it too, and nothing scrolls sideways.
     const narrow = await gui.open({ width: 560, height: 800 });
@@ -162,7 +189,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await text(row, 'the recorded cassette in the list');
     expect(await row.getByTestId('cassette-entries').innerText()).toBe('1');
 
-    const [har] = await Promise.all([p.page.waitForEvent('download'), row.getByTestId('cassette-download').click()]);
+    const har = await downloadOf(p, row.getByTestId('cassette-download'));
     expect(har.suggestedFilename()).toBe('caller-default.har');
     const doc = JSON.parse((await saved(har)).toString('utf8'));
     expect(doc.log.version).toBe('1.2');
@@ -230,7 +257,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
       ids.push(r.headers.get('x-invocation-id')!);
     }
     await p.go(`invocation/${ids[0]}`);
-    const [one] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('download-report').click()]);
+    const one = await downloadOf(p, p.page.getByTestId('download-report'));
     expect(one.suggestedFilename()).toMatch(/\.html$/);
     const html = (await saved(one)).toString('utf8');
     expect(html.slice(0, 200).toLowerCase()).toContain('<!doctype html');
@@ -240,7 +267,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await p.page.getByTestId('select-toggle').click();
     for (const id of ids) await p.page.locator(`[data-testid="select-invocation"][data-id="${id}"]`).check();
     expect(await p.page.getByTestId('selected-count').innerText()).toContain('2 selected');
-    const [both] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('report-selection').click()]);
+    const both = await downloadOf(p, p.page.getByTestId('report-selection'));
     const html2 = (await saved(both)).toString('utf8');
     for (const id of ids) expect(html2).toContain(id);
     await p.screenshot('invocations-report-selection');
@@ -250,9 +277,9 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
   it('export downloads an archive (secrets left out, said); a damaged archive’s import shows the refusal and changes nothing', async () => {
     await api('PUT', '/v1/secrets/WEATHER_KEY', { value: 'wk-live-8d7f6e5d4c3b2a19' });
     const seen = p.errors.length;
-    await p.go('data');
+    await freshPage('data');
     expect(await text(p.page.getByTestId('export-secrets-warning'), 'the secrets warning')).toContain('No secret values');
-    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    const file = await downloadOf(p, p.page.getByTestId('export-submit'));
     expect(file.suggestedFilename()).toMatch(/\.svcemu$/);
     const archive = await saved(file);
     expect(archive[0]).toBe(0x1f); // gzip
@@ -297,11 +324,11 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
   it('secrets encrypted with a passphrase typed twice travel; a wrong passphrase is refused, the right one restores them', async () => {
     const VALUE = 'enc-live-5e4d3c2b1a09f8e7';
     await api('PUT', '/v1/secrets/CARRIED', { value: VALUE });
-    await p.go('data');
+    await freshPage('data');
     await p.page.getByTestId('export-with-secrets').check();
     await p.page.getByTestId('export-passphrase').fill('tall ships sail at dawn');
     await p.page.getByTestId('export-passphrase-again').fill('tall ships sail at dawn');
-    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    const file = await downloadOf(p, p.page.getByTestId('export-submit'));
     const archive = await saved(file);
     expect(await text(p.page.getByTestId('export-done'), 'the export note')).toContain('encrypted with your passphrase');
     expect(gunzipSync(archive).includes(Buffer.from(VALUE))).toBe(false); // encrypted, not in clear
@@ -334,8 +361,8 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
 
   it('an archive imported into another emulator shows the import’s report (counts, secrets left out)', async () => {
     await api('PUT', '/v1/secrets/IMPORT_ME', { value: 'im-live-0a9b8c7d6e5f' });
-    await p.go('data');
-    const [file] = await Promise.all([p.page.waitForEvent('download'), p.page.getByTestId('export-submit').click()]);
+    await freshPage('data');
+    const file = await downloadOf(p, p.page.getByTestId('export-submit'));
     const archive = await saved(file);
     const other = await startGui();
     try {
