@@ -10,7 +10,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, tempDir, type TestCore } from '../helpers/core';
-import { runCli } from '../helpers/cli';
+import { runCli, startCli, until } from '../helpers/cli';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
 
 const CODE = `export default async function handler(input) {
@@ -127,5 +127,27 @@ describe('serve', () => {
     expect(speed.code).toBe(2);
     expect(speed.stderr).toContain('--replay-speed');
     expect(existsSync(join(core.dataDir, 'never'))).toBe(false);
+  });
+
+  it('--egress-mode replay --replay-speed 0 is the started core’s setting (and said at start)', async () => {
+    const data = await tempDir('svc-emu-serve-mode-');
+    dirs.push(data);
+    const serve = startCli(
+      ['serve', '--port', '0', '--spares', 'none', '--no-terminal', '--egress-mode', 'replay', '--replay-speed', '0', '--data-dir', data],
+      data,
+    );
+    try {
+      await until(() => serve.out.stdout.includes('Press Ctrl+C') || serve.out.stderr.includes('svc-emu:'), 'serve to start', 30_000);
+      expect(serve.out.stdout, serve.out.stderr).toMatch(
+        /Mode +replay \(outbound calls answered from cassettes, nothing goes out; speed 0\)/,
+      );
+      const gui = /GUI +(\S+)/.exec(serve.out.stdout)![1]!;
+      const u = new URL(gui);
+      const mode = await fetch(`${u.origin}/_emu/egress/mode`, { headers: { authorization: `Bearer ${u.searchParams.get('token')}` } });
+      expect(await mode.json()).toEqual({ mode: 'replay', replay_speed: 0 });
+    } finally {
+      const stopped = await serve.stop();
+      expect(stopped.code, stopped.stderr).toBe(0);
+    }
   });
 });
