@@ -34,6 +34,8 @@ export interface EmulatorStartConfig {
   projectRoot?: string;
   egressProfile?: 'local' | 'production';
   egressAllow?: string[];
+  egressMode?: 'live' | 'record' | 'replay';
+  replaySpeed?: number;
   asyncWorkers?: number;
   callbackRetryScale?: number;
   /** The desktop app's secrets key (sealed by the OS keychain); absent: the core's 0600 key file. */
@@ -315,6 +317,8 @@ export async function runApp(deps: ShellDeps): Promise<RunningShell | null> {
     // The serve flags, as given: the core validates them and says what is wrong (shown in a dialog).
     ...(deps.config.egressProfile !== undefined ? { egressProfile: deps.config.egressProfile as 'local' | 'production' } : {}),
     ...(deps.config.egressAllow ? { egressAllow: deps.config.egressAllow } : {}),
+    ...(deps.config.egressMode !== undefined ? { egressMode: deps.config.egressMode as 'live' | 'record' | 'replay' } : {}),
+    ...(deps.config.replaySpeed !== undefined ? { replaySpeed: deps.config.replaySpeed } : {}),
     ...(deps.config.asyncWorkers !== undefined ? { asyncWorkers: deps.config.asyncWorkers } : {}),
     ...(deps.config.callbackRetryScale !== undefined ? { callbackRetryScale: deps.config.callbackRetryScale } : {}),
     ...(deps.secretKeyProvider ? { secretKeyProvider: deps.secretKeyProvider } : {}),

@@ -11,6 +11,9 @@ export interface ShellConfig {
   egressAllow?: string[];
   asyncWorkers?: number;
   callbackRetryScale?: number;
+  /** As for `svc-emu serve`: the server's egress mode and replay speed (the core refuses bad values with a message). */
+  egressMode?: string;
+  replaySpeed?: number;
   /** `local` or `lima` (checked by the app; absent: Lima on macOS when limactl is installed). */
   executor?: string;
   /** As for `svc-emu serve`: the terminal lines of `npm start` (server/terminal-lines.ts); checked at start. */
@@ -20,7 +23,7 @@ export interface ShellConfig {
 
 /**
  * Reads `--data-dir`, `--workspace`, `--port`, `--host` and the async/egress flags of `svc-emu serve`
- * (`--egress-profile`, `--egress-allow`…, `--async-workers`, `--callback-retry-scale`, `--executor`, `--log-level`, `--log-format`), as `--flag value` or `--flag=value`, from
+ * (`--egress-profile`, `--egress-allow`…, `--egress-mode`, `--replay-speed`, `--async-workers`, `--callback-retry-scale`, `--executor`, `--log-level`, `--log-format`), as `--flag value` or `--flag=value`, from
  * `argv`, then `SVC_EMU_DATA_DIR` / `SVC_EMU_WORKSPACE` from `env`. Unknown arguments (Electron's and
  * Chromium's own) are ignored. Defaults: workspace `cwd`, data dir `./.svc-emu`, port 0 (any free port);
  * an installed app, started from the desktop with `/` as its cwd, passes its own `defaults`.
@@ -36,7 +39,7 @@ export function resolveShellConfig(
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';
     const match =
-      /^--(data-dir|workspace|port|host|egress-profile|egress-allow|async-workers|callback-retry-scale|executor|log-level|log-format)(?:=(.*))?$/.exec(
+      /^--(data-dir|workspace|port|host|egress-profile|egress-allow|egress-mode|replay-speed|async-workers|callback-retry-scale|executor|log-level|log-format)(?:=(.*))?$/.exec(
         arg,
       );
     if (!match) continue;
@@ -57,6 +60,8 @@ export function resolveShellConfig(
     ...(host ? { host } : {}),
     ...(flags.has('egress-profile') ? { egressProfile: flags.get('egress-profile') } : {}),
     ...(allow.length ? { egressAllow: allow } : {}),
+    ...(flags.has('egress-mode') ? { egressMode: flags.get('egress-mode') } : {}),
+    ...(flags.has('replay-speed') ? { replaySpeed: Number(flags.get('replay-speed')) } : {}),
     ...(flags.has('async-workers') ? { asyncWorkers: Number(flags.get('async-workers')) } : {}),
     ...(flags.has('callback-retry-scale') ? { callbackRetryScale: Number(flags.get('callback-retry-scale')) } : {}),
     ...(flags.has('executor') ? { executor: flags.get('executor') } : {}),

@@ -50,6 +50,13 @@ describe('main/config resolveShellConfig', () => {
     });
   });
 
+  it('passes the egress mode flags of svc-emu serve (--egress-mode, --replay-speed)', () => {
+    expect(resolveShellConfig(['--egress-mode', 'replay', '--replay-speed=2'], {}, '/p')).toMatchObject({
+      egressMode: 'replay',
+      replaySpeed: 2,
+    });
+  });
+
   it('passes the terminal flags of svc-emu serve (--log-level, --log-format)', () => {
     expect(resolveShellConfig(['--log-level', 'debug', '--log-format=json'], {}, '/p')).toMatchObject({
       logLevel: 'debug',
