@@ -110,6 +110,12 @@ export class CallbackService {
     return this.attempt(rec.id, false);
   }
 
+  /** A state import replaced the records (server/state/service.ts): the planned deliveries of the old ones go. */
+  forgetPlanned(): void {
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+
   close(): void {
     this.closed = true;
     for (const timer of this.timers.values()) clearTimeout(timer);

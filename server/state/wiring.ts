@@ -28,6 +28,7 @@ export function liveParts(domain: DomainServices, opts: { rules: EgressRules; da
       put: async (tenant, snippet, name, cassette) => void (await sessions.put(tenant, { name: snippet }, name, cassette)),
     },
     resume: async () => {
+      domain.callbacks.forgetPlanned(); // the replaced state's; recover plans the imported ones
       await domain.async.recover();
       domain.async.start();
     },

@@ -20,6 +20,16 @@ const CODE = `export default async function handler(input) {
 }
 `;
 
+async function until<T>(fn: () => Promise<T | null | false>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 describe('a running core’s export', () => {
   it('is whole and loadable while runs keep finishing', async () => {
     const core = await startTestCore();
@@ -33,7 +43,7 @@ describe('a running core’s export', () => {
         Array.from({ length: 4 }, async (_, w) => {
           for (let i = 0; !stop; i++) {
             const r = await core.call('POST', '/v1/invoke/busy', { n: w * 1000 + i });
-            expect(r.status, r.text).toBe(200);
+            if (r.status !== 200) throw new Error(`invoke answered ${r.status}: ${r.text.slice(0, 600)}`);
             runs++;
           }
         }),
@@ -81,6 +91,43 @@ describe('a running core’s export', () => {
       await core.stop();
     }
   }, 120_000);
+
+  it('a replace forgets the replaced state’s planned callbacks (no delivery of a record that is gone)', async () => {
+    const source = await startTestCore();
+    const core = await startTestCore({ config: { callbackRetryScale: 0.1 } });
+    try {
+      const res = await fetch(`${source.url}/_emu/state/export`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${source.admin}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const archive = Buffer.from(await res.arrayBuffer());
+      // The old state: a finished job whose callback failed once (the inbox answers 500) and is planned ~0.5 s out.
+      expect((await core.call('POST', '/v1/snippets', { name: 'old', runtime: 'bun' })).status).toBe(201);
+      expect((await core.call('POST', '/v1/snippets/old/versions', { code: 'export default async () => ({});\n' })).status).toBe(201);
+      const hook = `${core.url}/_emu/inbox/old?status=500`;
+      const job = await core.call('POST', '/v1/invoke/old', { callback_url: hook }, { headers: { 'x-invoke-mode': 'async' } });
+      const id = job.json.invocation_id as string;
+      const planned = await until(async () => {
+        const r = await core.call('GET', `/v1/invocations/${id}`);
+        return r.json.callback?.attempts === 1 && r.json.callback.status === 'pending' ? r.json.callback.next_attempt_at : null;
+      });
+      const ok = await core.call('POST', '/_emu/state/import?replace=true', undefined, {
+        key: core.admin,
+        raw: archive,
+        headers: { 'content-type': 'application/vnd.svc-emu.state+gzip' },
+      });
+      expect(ok.status, ok.text).toBe(200);
+      // Past the old plan's time (and then some): nothing tried to deliver a record that is no longer there.
+      await until(async () => Date.now() > Date.parse(planned as string) + 1000);
+      expect(core.logs.filter((l) => l.includes('callback delivery failed inside the emulator'))).toEqual([]);
+      const inbox = await core.call('GET', '/_emu/inbox/old', undefined, { key: core.admin });
+      expect(inbox.json.data).toEqual([]); // the inbox is the archive's now (the old one kept aside), and nothing came
+    } finally {
+      await core.stop();
+      await source.stop();
+    }
+  }, 60_000);
 
   it('keeps pinned blobs from the sweep until unpinned', async () => {
     const dir = await tempDir();
