@@ -127,6 +127,14 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     // An API snippet has none: its runs use the server's mode.
     await p.go('snippet/caller/settings');
     expect(await text(p.page.getByTestId('snippet-egress-mode'), 'the API snippet’s egress')).toContain('server');
+    // The Run panel's default says what a run without a choice of its own gets.
+    await p.go('snippet/demo/run');
+    const firstOption = () => p.page.getByTestId('run-egress-mode').locator('option').first().innerText();
+    await p.page.getByTestId('run-egress-mode').waitFor();
+    await until('the default from snippet.json', async () => (await firstOption()).includes('replay (its snippet.json)'));
+    await p.go('snippet/caller/run');
+    await p.page.getByTestId('run-egress-mode').waitFor();
+    await until('the server’s default', async () => /\((the server’s)\)/.test(await firstOption()));
     expect(p.errors).toEqual([]);
   }, 60_000);
 

@@ -12,6 +12,7 @@ import { useApp } from '../context';
 import { href } from '../router';
 import { useLiveEvent, useLiveLoad } from '../live-react';
 import { snippetOf } from '../live';
+import { useEgressMode } from './egress-mode';
 import { FINISHED, runs, useHeldRun, type Mode, type Result, type RunDraft, type RunMeta, type RunRequest } from '../runs';
 import { describeError, Json, OutcomeBadge, ProblemNotice, useLoad } from '../ui/kit';
 import { adminToken, envOrder, getDeployments, getVersions, LIMIT_FIELDS, type Limits } from './snippet-data';
@@ -80,7 +81,7 @@ export function RunTab(props: SnippetTabProps) {
   return <RunPanel key={props.snippet.name} {...props} />;
 }
 
-function RunPanel({ snippet, rest }: SnippetTabProps) {
+function RunPanel({ snippet, folder, rest }: SnippetTabProps) {
   const { api } = useApp();
   const name = snippet.name;
   const [targets] = useLoad(async () => {
@@ -96,6 +97,13 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
   const [pinned, setPinned] = useState(initial.pin !== null);
   const [from, setFrom] = useState<string | null>(initial.draft?.from ?? null);
   const [egress, setEgress] = useState<EgressChoice>(initial.draft?.egress ?? NO_EGRESS);
+  // What a run gets without a choice of its own: snippet.json's mode, else the server's (kept current).
+  const [serverMode] = useEgressMode();
+  const egressDefault = folder?.egress?.mode
+    ? `Default: ${folder.egress.mode} (its snippet.json)`
+    : serverMode.state === 'ok'
+      ? `Default: ${serverMode.data.mode} (the server’s)`
+      : 'Default (snippet.json, else the server’s)';
   // The snippet's cassettes, offered for the cassette field (refreshed when a record run writes one).
   const [cassettes] = useLiveLoad(
     async () => (await api.client.call(operations.emuListCassettes, { params: { id: name } })).data.map((c) => c.name),
@@ -274,7 +282,7 @@ function RunPanel({ snippet, rest }: SnippetTabProps) {
                     onChange={(e) => setEgress((g) => ({ ...g, mode: e.target.value as EgressChoice['mode'] }))}
                     data-testid="run-egress-mode"
                   >
-                    <option value="">Default (snippet.json, else the server’s)</option>
+                    <option value="">{egressDefault}</option>
                     <option value="live">live — calls go out</option>
                     <option value="record">record — go out and write the cassette</option>
                     <option value="replay">replay — answer from the cassette</option>
