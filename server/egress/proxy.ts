@@ -24,6 +24,8 @@ type Gate =
 /** The first line each relayed connection starts with (see the runners' egress relay). */
 const PREAMBLE = /^SVC-EGRESS 1 (\S+)\r?\n/;
 const PREAMBLE_MAX = 256;
+/** A replayed chunk comes at least this share of its recorded gap after the one before (catching up after a stall). */
+const CATCH_UP = 0.9;
 /** A connection held open by a `timeout` fault is closed after this long if the client has not given up. */
 const HOLD_MAX_MS = 10 * 60 * 1000;
 
@@ -373,11 +375,13 @@ export class EgressProxy {
     call?.head({ status: answer.head.status, statusText: answer.head.statusText, headers: answer.head.headers.map(([k, v]) => [k, v]) });
     if (answer.head.statusText) res.writeHead(answer.head.status, answer.head.statusText, headers);
     else res.writeHead(answer.head.status, headers);
-    // Each chunk is due at its recorded offset from the call's start, as the tape took it (the waits add up from
-    // one start, so neither timer lateness nor a slow start accumulates).
-    const due: number[] = [];
-    for (const c of answer.chunks) due.push((due[due.length - 1] ?? 0) + c.delayMs);
-    const t0 = started;
+    // Each chunk is due at its recorded offset from the call's start (as the tape took it), so timer lateness does
+    // not add up; but never sooner than 90% of its recorded gap after the chunk before, so after a stall (a loaded
+    // machine) the stream catches up gently instead of bursting, and the pace between chunks holds.
+    const offsets: number[] = [];
+    for (const c of answer.chunks) offsets.push((offsets[offsets.length - 1] ?? 0) + c.delayMs);
+    let lastWrite = -Infinity;
+    const dueAt = (i: number) => Math.max(started + offsets[i]!, lastWrite + answer.chunks[i]!.delayMs * CATCH_UP);
     const played = await new Promise<boolean>((resolve) => {
       let i = 0;
       let timer: NodeJS.Timeout | null = null;
@@ -392,8 +396,9 @@ export class EgressProxy {
       const gone = () => settle(false);
       const step = () => {
         timer = null;
-        while (i < answer.chunks.length && due[i]! <= performance.now() - t0) {
+        while (i < answer.chunks.length && dueAt(i) <= performance.now()) {
           const data = answer.chunks[i++]!.data;
+          lastWrite = performance.now();
           counted(data.length);
           exchange?.response(data);
           call?.chunk(data);
@@ -403,7 +408,7 @@ export class EgressProxy {
           res.end();
           return settle(true);
         }
-        timer = setTimeout(step, Math.max(0, due[i]! - (performance.now() - t0)));
+        timer = setTimeout(step, Math.max(0, dueAt(i) - performance.now()));
       };
       res.once('close', gone);
       step();
