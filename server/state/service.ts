@@ -86,7 +86,11 @@ export async function takeSnapshot(
   });
   try {
     const blobs = new Map<string, Buffer>();
-    for (const hash of blobsOf(db)) blobs.set(hash, await deps.blobs.get(hash));
+    for (const hash of blobsOf(db)) {
+      const data = await blobWhenWritten(deps, hash);
+      if (data) blobs.set(hash, data);
+      else dropBlob(db, hash);
+    }
     const inbox = parts.inbox ? await parts.inbox.snapshot() : { files: new Map<string, Buffer>(), responses: {} };
     const pending = parts.egress ? null : await readPendingImport(parts.dataDir);
     const cassettes: ArchivedCassette[] = [...(pending?.cassettes ?? [])];
@@ -125,6 +129,41 @@ export async function takeSnapshot(
     };
   } finally {
     unpin();
+  }
+}
+
+/**
+ * A blob the snapshot names, once it is on disk. A sync run's record names its stored input before the blob
+ * is written (services/invocations.ts `create`: its `finish` waits for the write), so a snapshot taken in that
+ * moment waits a little for it; null if it never comes (the write failed).
+ */
+async function blobWhenWritten(deps: CoreDeps, hash: string, waitMs = 5_000): Promise<Buffer | null> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await deps.blobs.get(hash);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      if (Date.now() > deadline) return null;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+/**
+ * A blob that never came: the invocations naming it in the copy lose that reference (as a failed write of
+ * the stored input reads back: not kept). A version's code or a store value is never written after its
+ * record names it, so one missing there is a damaged data dir, and the export says so.
+ */
+function dropBlob(db: DbData, hash: string): void {
+  if (db.versions.some((v) => v.files.some((f) => f.sha256 === hash)) || db.store.some((r) => r.blob === hash)) {
+    throw new Error(`blob ${hash} is missing from the data dir (a version's code or a store value names it)`);
+  }
+  for (const i of db.invocations) {
+    for (const k of ['output_blob', 'input_blob', 'events_blob', 'stored_input_blob', 'agent_blob', 'egress_blob'] as const)
+      if (i[k] === hash) delete i[k];
+    if (i.logs_blob === hash) i.logs_blob = null;
+    if (i.timeline_blob === hash) i.timeline_blob = null;
   }
 }
 

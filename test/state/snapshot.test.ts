@@ -57,7 +57,10 @@ describe('a running core’s export', () => {
             headers: { authorization: `Bearer ${core.admin}`, 'content-type': 'application/json' },
             body: '{}',
           });
-          expect(res.status).toBe(200);
+          if (res.status !== 200)
+            throw new Error(
+              `export answered ${res.status}: ${await res.text()}\n${core.logs.filter((l) => l.includes('"error"')).join('\n')}`,
+            );
           archives.push(Buffer.from(await res.arrayBuffer()));
         }
       } finally {
