@@ -57,6 +57,7 @@ export function EgressModeBadge() {
 }
 
 const SPEEDS = [0, 0.5, 1, 2, 5, 10];
+const MODES = ['live', 'record', 'replay'] as const;
 
 /** The Egress page's switch: live / record / replay for every run that does not choose its own, and the replay speed. */
 export function EgressModeSwitch() {
@@ -90,16 +91,30 @@ export function EgressModeSwitch() {
       <Show loaded={loaded}>
         {(s) => (
           <>
-            <div className="egm-switch" role="radiogroup" aria-label="Server egress mode">
-              {(['live', 'record', 'replay'] as const).map((m) => (
+            <div
+              className="egm-switch"
+              role="radiogroup"
+              aria-label="Server egress mode"
+              onKeyDown={(e) => {
+                // A radio group: one tab stop, the arrow keys move the choice (and switch).
+                const step = e.key === 'ArrowRight' || e.key === 'ArrowDown' ? 1 : e.key === 'ArrowLeft' || e.key === 'ArrowUp' ? -1 : 0;
+                if (!step || busy || !(e.target instanceof HTMLButtonElement)) return;
+                e.preventDefault();
+                const next = MODES[(MODES.indexOf(s.mode) + step + MODES.length) % MODES.length]!;
+                e.currentTarget.querySelector<HTMLButtonElement>(`[data-testid="egress-mode-${next}"]`)?.focus();
+                void set({ mode: next });
+              }}
+            >
+              {MODES.map((m) => (
                 <button
                   key={m}
                   type="button"
                   role="radio"
                   aria-checked={s.mode === m}
+                  tabIndex={s.mode === m ? 0 : -1}
                   className={`egm-choice egm-${m}${s.mode === m ? ' egm-on' : ''}`}
-                  disabled={busy}
-                  onClick={() => s.mode !== m && void set({ mode: m })}
+                  aria-disabled={busy || undefined}
+                  onClick={() => !busy && s.mode !== m && void set({ mode: m })}
                   data-testid={`egress-mode-${m}`}
                 >
                   {MODE_TEXT[m].label}
