@@ -270,7 +270,10 @@ export async function parseArchive(
   try {
     entries = readTar(tarBytes);
   } catch (err) {
-    throw new ArchiveError(`the archive is damaged: ${err instanceof TarError ? err.message : String(err)}`);
+    const message = err instanceof TarError ? err.message : String(err);
+    // Nothing tar-like at all: some other gzip'd file, not a damaged archive.
+    if (/at byte 0\b/.test(message)) throw new ArchiveError(`this is not a svc-emu state archive: the gzip holds no tar (${message})`);
+    throw new ArchiveError(`the archive is damaged: ${message}`);
   }
   const [first, ...rest] = entries;
   if (first?.name !== 'manifest.json') throw new ArchiveError('this is not a svc-emu state archive: its first part is not manifest.json');

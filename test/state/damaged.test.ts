@@ -179,6 +179,12 @@ describe('damaged, foreign and newer archives', () => {
     await writeFile(join(dir, 'bad.svcemu'), cases.find(([w]) => w === 'a newer format_version')![1]());
     const human = await runCli(['import', join(dir, 'bad.svcemu'), '--data-dir', join(dir, 'fresh')]);
     expect(human.stderr).toMatch(/format_version 99, written by a newer emulator/);
+    await writeFile(join(dir, 'bad.svcemu'), gzipSync(Buffer.from('{"not":"an archive"}\n'.repeat(100))));
+    expect((await runCli(['import', join(dir, 'bad.svcemu'), '--data-dir', join(dir, 'fresh')])).stderr).toMatch(
+      /not a svc-emu state archive/,
+    );
+    await writeFile(join(dir, 'bad.svcemu'), good.subarray(0, 100));
+    expect((await runCli(['import', join(dir, 'bad.svcemu'), '--data-dir', join(dir, 'fresh')])).stderr).toMatch(/the archive is damaged/);
   }, 120_000);
 
   it('refuses each through a running core (422 with the code) and the state stays as it was', async () => {
