@@ -245,6 +245,7 @@ describe.skipIf(!!skipReason)('record / replay, reports and export / import in t
     await p.page.getByTestId('run-input').fill(JSON.stringify({ url: upstreamUrl }));
     await p.page.getByTestId('run-egress-mode').selectOption('replay');
     expect(await text(p.page.getByTestId('egress-note'), 'the egress note')).toContain('replay');
+    await p.screenshot('run-egress-choice');
     await p.page.getByTestId('run').click();
     expect(await text(p.page.getByTestId('run-output'), 'the replayed output')).toContain('sunny and warm');
     expect(upstreamHits).toBe(hits);

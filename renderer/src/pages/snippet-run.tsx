@@ -272,9 +272,9 @@ function RunPanel({ snippet, folder, rest }: SnippetTabProps) {
                 ))}
               </optgroup>
             </select>
-            <fieldset className="sn-overrides" data-testid="run-egress">
+            <fieldset className="sn-overrides sn-egress-fieldset" data-testid="run-egress">
               <legend>Outbound calls (emulator only)</legend>
-              <div className="sn-overrides-grid">
+              <div className="sn-egress-grid">
                 <label className="sn-override">
                   <span>Egress mode</span>
                   <select
