@@ -76,8 +76,8 @@ export async function stateBench(opts: { invocations: number }) {
     const sealed = await exportOnce(core.url, admin, { passphrase: 'bench passphrase' });
     const archive = join(dir, 'state.svcemu');
     writeFileSync(archive, live.bytes);
-    const dbBytes = readFileSync(join(source, 'db.json')).length;
     await core.stop();
+    const dbBytes = readFileSync(join(source, 'db.json')).length; // after the stop: the journal is in it then
 
     // On the files, no core running.
     const offlineExport = await cli(['export', join(dir, 'offline.svcemu'), '--data-dir', source]);
