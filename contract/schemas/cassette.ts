@@ -19,20 +19,41 @@ export const CASSETTE_NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const CassetteName = z.string().regex(CASSETTE_NAME_RE, 'must be 1–63 of a-z 0-9 . _ -, starting with a letter or digit');
 export const DEFAULT_CASSETTE = 'default';
 
+const MATCH_FIELDS = {
+  /** Dotted paths into a JSON body left out of the comparison (`metadata.user_id`, `messages.*.id`). */
+  ignore_body_fields: z.array(z.string().min(1).max(200)).max(50),
+  /** Query parameters left out of the comparison. */
+  ignore_query: z.array(z.string().min(1).max(100)).max(50),
+  /** Also compare the host and port (off by default: a recording made against a provider on another port still plays). */
+  host: z.boolean(),
+  /**
+   * `true`: the n-th call of a run must match the n-th recorded call of the episode being played.
+   * `false` (default): any recorded call that matches, each used once before any is used again.
+   */
+  order: z.boolean(),
+};
+
+/**
+ * Matchers as a snippet.json or a cassette gives them: only what it says (no defaults filled in, so
+ * layering defaults ⊕ cassette ⊕ snippet lets each say only what it changes).
+ */
+export const CassetteMatchGiven = z
+  .object({
+    ignore_body_fields: MATCH_FIELDS.ignore_body_fields.optional(),
+    ignore_query: MATCH_FIELDS.ignore_query.optional(),
+    host: MATCH_FIELDS.host.optional(),
+    order: MATCH_FIELDS.order.optional(),
+  })
+  .strict()
+  .meta({ id: 'CassetteMatchGiven' });
+
 /** How a request finds its recorded answer in `replay`. Method and URL (path and query) always count. */
 export const CassetteMatch = z
   .object({
-    /** Dotted paths into a JSON body left out of the comparison (`metadata.user_id`, `messages.*.id`). */
-    ignore_body_fields: z.array(z.string().min(1).max(200)).max(50).default([]),
-    /** Query parameters left out of the comparison. */
-    ignore_query: z.array(z.string().min(1).max(100)).max(50).default([]),
-    /** Also compare the host and port (off by default: a recording made against a provider on another port still plays). */
-    host: z.boolean().default(false),
-    /**
-     * `true`: the n-th call of a run must match the n-th recorded call of the episode being played.
-     * `false` (default): any recorded call that matches, each used once before any is used again.
-     */
-    order: z.boolean().default(false),
+    ignore_body_fields: MATCH_FIELDS.ignore_body_fields.default([]),
+    ignore_query: MATCH_FIELDS.ignore_query.default([]),
+    host: MATCH_FIELDS.host.default(false),
+    order: MATCH_FIELDS.order.default(false),
   })
   .strict()
   .meta({ id: 'CassetteMatch' });
@@ -43,7 +64,7 @@ export const SnippetEgress = z
   .object({
     mode: EgressMode.optional(),
     cassette: CassetteName.optional(),
-    match: CassetteMatch.partial().optional(),
+    match: CassetteMatchGiven.optional(),
   })
   .strict()
   .meta({ id: 'SnippetEgress' });
@@ -135,7 +156,7 @@ export const Cassette = z
           tenant: z.string(),
           snippet: z.string(),
           /** The matchers this cassette was recorded with (the snippet's `egress.match` wins when both say). */
-          match: CassetteMatch.partial().optional(),
+          match: CassetteMatchGiven.optional(),
         }),
       })
       .loose(),

@@ -216,6 +216,10 @@ export class EgressSessions {
       }
       if (session.mode === 'replay')
         warnings.push(`egress: outbound calls replayed from cassette ${session.cassette?.name ?? DEFAULT_CASSETTE} (nothing went out)`);
+      if (session.counts.unmatched)
+        warnings.push(
+          `egress: ${session.counts.unmatched} call(s) found no recording (each answered 502 egress_replay_no_match): ${(session.misses ?? []).join(' | ')}`,
+        );
     } catch (err) {
       this.o.logger.log('warn', 'egress session not closed cleanly', { invocation_id: invocationId, error: String(err) });
     }

@@ -66,8 +66,10 @@ export function answerFromCassette(session: EgressSession, req: CallRequest): Re
         message: `no cassette '${session.cassette?.name ?? 'default'}' to replay from: record one first (X-Emu-Egress-Mode: record, or egress.mode "record" in snippet.json)`,
         closest: null,
       };
-  if ('message' in answer) session.counts.unmatched++;
-  else session.counts.replayed++;
+  if ('message' in answer) {
+    session.counts.unmatched++;
+    if ((session.misses ??= []).length < 3) session.misses.push(answer.message);
+  } else session.counts.replayed++;
   return answer;
 }
 

@@ -132,4 +132,6 @@ export interface EgressSession {
   /** Replay speed: recorded waits are divided by it (0: no waits). */
   speed: number;
   counts: { calls: number; recorded: number; replayed: number; unmatched: number; passthrough: number };
+  /** Replay: the first few misses' messages, said on the run when it ends (a client's error only says 502). */
+  misses?: string[];
 }
