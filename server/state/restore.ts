@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { STATE_FORMAT_VERSION, type StateImportReport } from '../../contract/emu/state';
 import type { SecretBox } from '../crypto/secret-box';
-import { newWebhookSecret, randomBase62 } from '../ids';
+import { newApiKey, newId, newWebhookSecret, randomBase62, sha256Hex } from '../ids';
 import { syncDir, writeFileAtomic } from '../storage/atomic-file';
 import type { DataDirPaths } from '../storage/data-dir';
 import { DbData, SCHEMA_VERSION } from '../storage/schema';
@@ -53,11 +53,21 @@ export function prepareImport(parsed: ParsedArchive, box: SecretBox, now: Date):
         return v ? [{ ...s, sealed: box.seal(v.value, secretContext(s.tenant_id, s.name)) }] : [];
       })
     : [];
-  const api_keys = src.api_keys.map((k) => {
+  const api_keys: DbData['api_keys'] = src.api_keys.map((k) => {
     const shown = plain?.keys.find((x) => x.id === k.id && x.tenant_id === k.tenant_id);
     const { sealed: _drop, ...rest } = k;
     return shown ? { ...rest, sealed: box.seal(shown.key, keyContext(k)) } : rest;
   });
+  // The GUI acts for the tenant `local` with its one shown key (services/tenants.ts localKey). When the archive
+  // did not carry it (secrets left out), a new key is made and shown; the archive's keys still work (as hashes).
+  const local = src.tenants.find((t) => t.name === 'local');
+  let newLocalKey = false;
+  if (local && !api_keys.some((k) => k.tenant_id === local.id && k.sealed)) {
+    const key = newApiKey();
+    const rec = { id: newId('key'), tenant_id: local.id, hash: sha256Hex(key), prefix: key.slice(0, 8), created_at: now.toISOString() };
+    api_keys.push({ ...rec, sealed: box.seal(key, keyContext(rec)) });
+    newLocalKey = true;
+  }
   const db: DbData = DbData.parse({ ...src, schema_version: SCHEMA_VERSION, journal_seq: 0, tenants, secrets, api_keys });
   const inboxDeliveries = [...parsed.inbox.values()].reduce(
     (n, b) =>
@@ -77,6 +87,10 @@ export function prepareImport(parsed: ParsedArchive, box: SecretBox, now: Date):
   }
   if (parsed.extras.egress.allow.length)
     notes.push(`the archive's egress allow list: ${parsed.extras.egress.allow.join(', ')} (start with --egress-allow for each)`);
+  if (newLocalKey)
+    notes.push(
+      'the archive did not carry the tenant local’s shown API key (secrets were left out): a new key was made for it (the GUI and `svc-emu serve` show it); the archive’s keys still work',
+    );
   if (parsed.fromSchemaVersion !== SCHEMA_VERSION)
     notes.push(`the archive's db was at schema_version ${parsed.fromSchemaVersion}; brought up to ${SCHEMA_VERSION}`);
   if (parsed.manifest.format_version !== STATE_FORMAT_VERSION)
@@ -113,6 +127,10 @@ export function stateEmptiness(db: Readonly<DbData>): { empty: boolean; why: str
   n(Math.max(0, db.api_keys.length - 1), 'API key(s) besides the first');
   n(db.environments.filter((e) => !e.builtin).length, 'environment(s) of your own');
   n(db.versions.filter((v) => v.source === 'api').length, 'version(s) made over the API');
+  n(
+    db.snippets.filter((s) => !db.versions.some((v) => v.snippet_id === s.id && v.source === 'workspace')).length,
+    'snippet(s) made over the API',
+  );
   return { empty: why.length === 0, why };
 }
 

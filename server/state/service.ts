@@ -220,7 +220,8 @@ export class StateService {
       const now = this.deps.clock();
       const prep = prepareImport(parsed, this.deps.secretBox, now);
       const report = { ...prep.report, notes: [...prep.report.notes] };
-      if (opts.replace) report.replaced = await this.keepAside(current, now);
+      // Nothing worth keeping (only what a first start makes): no folder kept aside, even with replace.
+      if (opts.replace && !stateEmptiness(current).empty) report.replaced = await this.keepAside(current, now);
       // Young files are never swept (storage/blobs.ts), so the blobs are safe until the document names them.
       await writeFilesDurably(
         [...parsed.blobs].map(([hash, data]) => [join(this.live.dataDir, 'blobs', hash.slice(0, 2), hash), data] as const),
