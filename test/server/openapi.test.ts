@@ -110,6 +110,10 @@ describe('the generated document covers every route', () => {
     if (route.body) {
       expect(op!.requestBody?.content).toHaveProperty(['application/json']);
       expect(op!.requestBody?.required).toBe(!route.bodyOptional);
+    } else if (route.rawBody) {
+      // A body that is not JSON (a state archive): its own content type, required.
+      expect(op!.requestBody?.content).toHaveProperty([route.rawBody.contentType]);
+      expect(op!.requestBody?.required).toBe(true);
     } else {
       expect(op!.requestBody).toBeUndefined();
     }
