@@ -13,6 +13,7 @@ const BUILD_INPUTS = [
   'renderer',
   'server',
   'executor',
+  'contract',
   'electron.vite.config.ts',
   'vite.cli.config.ts',
   'tsconfig.json',
