@@ -23,7 +23,15 @@ export const DOMAIN_CODES = {
   /** The request's own shape (a cursor this API never returned): the caller must not retry it as is. */
   invalid_request: ['validation_failed'],
   /** The values are understood but refused. */
-  validation_failed: ['validation_failed', 'callback_url_refused', 'idempotency_key_reused', 'invalid_report', 'archive_invalid', 'passphrase_required', 'passphrase_wrong'],
+  validation_failed: [
+    'validation_failed',
+    'callback_url_refused',
+    'idempotency_key_reused',
+    'invalid_report',
+    'archive_invalid',
+    'passphrase_required',
+    'passphrase_wrong',
+  ],
   limit_exceeds_tenant_cap: ['limit_exceeds_tenant_cap'],
   payload_too_large: ['payload_too_large'],
   rate_limited: ['rate_limited'],

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { RUNTIMES, emuInvocation, executorInfo, invocationId, invoke, loudSkip, ok, snippet, type Code, type Runtime } from './_helpers';
+import { CA_BUNDLE_IN_SANDBOX } from '../../executor/local-host';
 
 let core: TestCore;
 let noSandbox: string | null = null;
@@ -235,7 +236,13 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
       'BUN_RUNTIME_TRANSPILER_CACHE_PATH',
       'PWD',
     ]);
-    const leaked = Object.keys(env).filter((k) => !fixed.has(k) && !k.startsWith('SVC_') && process.env[k] !== undefined);
+    // The sandbox's own trust store (docs/security.md, "The egress CA"): set by the executor to the bundle bound in,
+    // never the core's value (hosts often set these variables themselves).
+    const trust = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS'];
+    for (const k of trust) if (env[k] !== undefined) expect(env[k], k).toBe(CA_BUNDLE_IN_SANDBOX);
+    const leaked = Object.keys(env).filter(
+      (k) => !fixed.has(k) && !trust.includes(k) && !k.startsWith('SVC_') && process.env[k] !== undefined,
+    );
     expect(leaked, 'variables of the core process visible to the snippet').toEqual([]);
     if (process.env.HOME && process.env.HOME !== '/tmp') expect(env.HOME, "not the core user's home").not.toBe(process.env.HOME);
     expect(Object.values(env).join('\n')).not.toContain(core.dataDir);

@@ -142,7 +142,10 @@ describe('through the egress proxy (a snippet’s own HTTP client)', () => {
       expect(c.duration_ms).toBeGreaterThan(c.first_token_ms!);
       expect(c.started_ms).toBeGreaterThanOrEqual(0);
     }
-    expect(answer.started_ms).toBeGreaterThanOrEqual(tool.started_ms + tool.duration_ms - 5);
+    // The answer's call starts after the tool call streamed (its first token). Not after the tool call's `duration_ms`:
+    // a client goes on at `data: [DONE]`, and the response's own end (logged by the proxy) can come a few ms later
+    // on a loaded machine (a full run at load ~15 saw the next call start 7 ms before it).
+    expect(answer.started_ms).toBeGreaterThanOrEqual(tool.started_ms + tool.first_token_ms!);
     console.log(
       `chat stream: ttft ${tool.first_token_ms} / ${answer.first_token_ms} ms, duration ${tool.duration_ms} / ${answer.duration_ms} ms (frames ${DELAY_MS} ms apart)`,
     );
