@@ -16,6 +16,7 @@ import {
   type CassetteRef,
   type CassetteStore,
   type EgressSession,
+  type ByteRedactor,
   type HarEntry,
 } from '../egress/cassette';
 import type { EgressService } from './egress';
@@ -141,7 +142,15 @@ export class EgressSessions {
   async open(tenant: TenantRecord, record: InvocationRecord, version: VersionRecord | undefined): Promise<EgressSession> {
     const decided = record.egress ?? this.decide(version ?? {}, undefined);
     const cassette = decided.mode === 'live' ? null : this.refOf(tenant, record.snippet, decided.cassette ?? DEFAULT_CASSETTE);
-    const redactor = createRedactor(this.o.secrets(tenant));
+    // Built at the run's first call: most runs make none, and opening every secret costs on the warm path.
+    let built: ByteRedactor | null = null;
+    const now = () => (built ??= createRedactor(this.o.secrets(tenant)));
+    const redactor: ByteRedactor = {
+      text: (t) => now().text(t),
+      headers: (h, added) => now().headers(h, added),
+      spans: (buf) => now().spans(buf),
+      bytes: (buf) => now().bytes(buf),
+    };
     const session: EgressSession = {
       invocationId: record.id,
       mode: decided.mode,
