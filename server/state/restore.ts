@@ -1,10 +1,10 @@
-import { mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { STATE_FORMAT_VERSION, type StateImportReport } from '../../contract/emu/state';
 import type { SecretBox } from '../crypto/secret-box';
 import { newApiKey, newId, newWebhookSecret, randomBase62, sha256Hex } from '../ids';
-import { syncDir, writeFileAtomic } from '../storage/atomic-file';
+import { syncDir, writeFileAtomic, writeFileAtomicNoDirSync } from '../storage/atomic-file';
 import type { DataDirPaths } from '../storage/data-dir';
 import { DbData, SCHEMA_VERSION } from '../storage/schema';
 import { GUI_SECRET_FILE } from '../storage/gui-secret';
@@ -152,15 +152,7 @@ export async function writeFilesDurably(files: readonly (readonly [string, Uint8
         await mkdir(dir, { recursive: true, mode: 0o700 });
         dirs.add(dir);
       }
-      const tmp = `${path}.tmp-${randomBase62(6)}`;
-      const fh = await open(tmp, 'w', 0o600);
-      try {
-        await fh.writeFile(data);
-        await fh.datasync();
-      } finally {
-        await fh.close();
-      }
-      await rename(tmp, path);
+      await writeFileAtomicNoDirSync(path, data);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, files.length) }, worker));

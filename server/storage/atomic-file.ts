@@ -7,6 +7,15 @@ import { randomBytes } from 'node:crypto';
  * it, fsync, rename over the target, fsync the directory. A crash at any point leaves one whole file.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
+  await writeFileAtomicNoDirSync(path, data, mode);
+  await syncDir(dirname(path));
+}
+
+/**
+ * writeFileAtomic without the directory's fsync: for many files written together, whose directories the
+ * caller syncs once at the end (server/state/restore.ts writeFilesDurably).
+ */
+export async function writeFileAtomicNoDirSync(path: string, data: string | Uint8Array, mode = 0o600): Promise<void> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
@@ -23,7 +32,6 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, m
     await unlink(tmp).catch(() => {}); // a full disk must not fill up further with our half-written copies
     throw err;
   }
-  await syncDir(dir);
 }
 
 export async function syncDir(dir: string): Promise<void> {
