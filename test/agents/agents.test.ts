@@ -5,43 +5,20 @@
  * the model's traffic goes through the egress proxy (logged, faults applied, the production profile
  * enforced); the credentials never appear in logs or output.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, startTestCore, type TestCore } from '../helpers/core';
+import { startTestCore, type TestCore } from '../helpers/core';
 import { operations as ops } from '../../contract';
-import { configureAgentTenant } from '../helpers/agents';
+import { AGENT_NAMES, deployAgentExamples } from '../helpers/agents';
 import { readmeRows } from '../helpers/workspace-readme';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
 
-const EXAMPLES = join(PROJECT_ROOT, 'fixtures', 'workspace', 'snippets');
-const AGENTS = {
-  'mastra-agent': { runtime: 'bun', entry: 'index.ts' },
-  'langgraph-agent': { runtime: 'python', entry: 'main.py' },
-} as const;
-type AgentName = keyof typeof AGENTS;
-const NAMES = Object.keys(AGENTS) as AgentName[];
+const NAMES = AGENT_NAMES;
 const PROMPT = { prompt: 'What is the weather in Paris?' };
 
 let fake: FakeProvider;
 let core: TestCore;
 
-/** The tenant's secrets and integration, and a version of each agent example with its snippet.json limits. */
-async function setUp(c: TestCore) {
-  await configureAgentTenant(c, fake);
-  for (const [name, { runtime, entry }] of Object.entries(AGENTS)) {
-    const dir = join(EXAMPLES, name);
-    const config = JSON.parse(await readFile(join(dir, 'snippet.json'), 'utf8'));
-    await c.call('POST', '/v1/snippets', { name, runtime });
-    const v = await c.call('POST', `/v1/snippets/${name}/versions`, {
-      code: await readFile(join(dir, entry), 'utf8'),
-      timeout_ms: config.timeout_ms,
-      max_memory_mb: config.max_memory_mb,
-      max_cpu_percent: config.max_cpu_percent,
-    });
-    expect(v.status, v.text).toBe(201);
-  }
-}
+const setUp = (c: TestCore) => deployAgentExamples(c, fake);
 
 async function events(c: TestCore, name: string, body: Record<string, unknown>) {
   const got: { event: string; data: any }[] = [];

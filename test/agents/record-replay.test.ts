@@ -12,19 +12,12 @@
  * `alone` group (vitest.config.mts), since it judges timing.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, startTestCore, type TestCore } from '../helpers/core';
-import { configureAgentTenant } from '../helpers/agents';
+import { startTestCore, type TestCore } from '../helpers/core';
+import { AGENT_NAMES, deployAgentExamples, type AgentName } from '../helpers/agents';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
 
-const EXAMPLES = join(PROJECT_ROOT, 'fixtures', 'workspace', 'snippets');
-const AGENTS = {
-  'mastra-agent': { runtime: 'bun', entry: 'index.ts' },
-  'langgraph-agent': { runtime: 'python', entry: 'main.py' },
-} as const;
-type AgentName = keyof typeof AGENTS;
-const NAMES = Object.keys(AGENTS) as AgentName[];
+const NAMES = AGENT_NAMES;
 const PROMPT = 'What is the weather in Paris?';
 
 /** One stream-mode run as the client saw it: every event in order, and when each chunk arrived (ms after the request). */
@@ -133,19 +126,7 @@ beforeAll(async () => {
   fake = await startFakeProvider({ pace: { firstMs: 300, minMs: 60, maxMs: 90 } });
   secrets = [fake.apiKey, fake.restToken];
   core = await startTestCore();
-  await configureAgentTenant(core, fake);
-  for (const [name, { runtime, entry }] of Object.entries(AGENTS)) {
-    const dir = join(EXAMPLES, name);
-    const config = JSON.parse(await readFile(join(dir, 'snippet.json'), 'utf8'));
-    await core.call('POST', '/v1/snippets', { name, runtime });
-    const v = await core.call('POST', `/v1/snippets/${name}/versions`, {
-      code: await readFile(join(dir, entry), 'utf8'),
-      timeout_ms: config.timeout_ms,
-      max_memory_mb: config.max_memory_mb,
-      max_cpu_percent: config.max_cpu_percent,
-    });
-    expect(v.status, v.text).toBe(201);
-  }
+  await deployAgentExamples(core, fake);
   // One recording of each, then the provider goes away: everything after this answers from the cassettes.
   for (const name of NAMES) {
     const run = await stream(name, PROMPT, 'record');
