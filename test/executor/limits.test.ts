@@ -143,7 +143,9 @@ describe.each(RUNTIMES)('%s under real limits', (runtime) => {
     expect(r.json.invocation_id).toBe(invocationId(r));
   });
 
-  it('CPU cap: a 1.5 s busy loop at 10% uses ≤ 20% of its wall time and reports throttling; at 100% about all of it', async ({ skip }) => {
+  it('CPU cap: a 1.5 s busy loop at 10% uses ≤ 20% of its wall time and reports throttling; at 100% it is not throttled', async ({
+    skip,
+  }) => {
     if (noBackend) return skip(noBackend);
     const capped = await snippet(core, runtime, 'cpu10', BUSY_FOR[runtime], { max_cpu_percent: 10 });
     const full = await snippet(core, runtime, 'cpu100', BUSY_FOR[runtime], { max_cpu_percent: 100 });
@@ -161,8 +163,12 @@ describe.each(RUNTIMES)('%s under real limits', (runtime) => {
     expect(r100.status, r100.text).toBe(200);
     const u100 = (await core.call('GET', `/v1/invocations/${invocationId(r100)}`)).json.usage;
     const share100 = u100.cpu_ms / u100.duration_ms;
-    expect(share100, `100%: cpu_ms ${u100.cpu_ms} of duration_ms ${u100.duration_ms}`).toBeGreaterThanOrEqual(0.8);
-    expect(share100, `100%: cpu_ms ${u100.cpu_ms} of duration_ms ${u100.duration_ms}`).toBeLessThanOrEqual(1.1);
+    // At 100% the cap does not bind: what share the loop gets is the host's to give (a fresh-clone CI run, with the
+    // linters beside it on 2 cores, gave 0.59). So it is judged against the capped run and by the throttling.
+    const said = `100%: cpu_ms ${u100.cpu_ms} of duration_ms ${u100.duration_ms} (10%: ${share10.toFixed(2)})`;
+    expect(share100, said).toBeGreaterThanOrEqual(3 * share10);
+    expect(share100, said).toBeLessThanOrEqual(1.1);
+    expect(u100.cpu_throttled_ms, `${said}, throttled ${u100.cpu_throttled_ms} ms`).toBeLessThan(0.1 * u100.duration_ms);
   });
 
   it('per-run override: X-Emu-Limits timeout_ms=500 with X-Emu-Admin times out a 2 s sleep at ~0.5 s without a new version; without X-Emu-Admin → 403', async ({

@@ -236,7 +236,7 @@ describe.each(RUNTIMES)('%s inside the bubblewrap sandbox', (runtime) => {
       'BUN_RUNTIME_TRANSPILER_CACHE_PATH',
       'PWD',
     ]);
-    // The sandbox's own trust store (docs/security.md, "The egress CA"): set by the executor to the bundle bound in,
+    // The sandbox's own trust store (docs/security.md, the egress CA; executor/local-host.ts): the bundle bound in,
     // never the core's value (hosts often set these variables themselves).
     const trust = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'NODE_EXTRA_CA_CERTS'];
     for (const k of trust) if (env[k] !== undefined) expect(env[k], k).toBe(CA_BUNDLE_IN_SANDBOX);

@@ -353,7 +353,14 @@ describe('HTTPS through the egress proxy', () => {
       expect(firstRun.parity_warnings.join('\n')).toMatch(/could not terminate TLS/);
       expect(own.hits).toBe(0);
 
-      const second = await invoke('tls-pinned', input, 'record');
+      // The core remembers the host once the client's TLS alert reached it; a run that ends at once can close its
+      // connection before the alert is relayed (seen in a fresh-clone CI run under load), and then the next call
+      // fails the same way: each such call is another refusal, so within a few the host is remembered.
+      let second = await invoke('tls-pinned', input, 'record');
+      for (let tries = 1; tries < 4 && second.json.ok === false; tries++) {
+        expect(second.json.error).toMatch(/CERTIFICATE_VERIFY_FAILED|certificate verify failed/);
+        second = await invoke('tls-pinned', input, 'record');
+      }
       expect(second.json, second.text).toMatchObject({ ok: true });
       expect(JSON.parse(second.json.body)).toMatchObject({ path: '/pinned', served: 'by the real server' });
       expect(own.hits).toBe(1);
