@@ -194,12 +194,14 @@ describe.skipIf(!!skipReason)('live pages (one feed, no polling)', { shuffle: fa
     const save = await timeTo('Code tab: workspace save → new code', '[data-testid="code-view"]', 'rev: 2', () =>
       writeFile(join(workspace, 'snippets', 'hello', 'index.ts'), HELLO(2)),
     );
-    expect(save).toBeLessThan(1000);
+    expect(save).toBeLessThan(3000); // a bound, not the figure (see the bad save below)
     expect(await shownText(p, p.page.getByTestId('latest-version'), 'the latest version')).toContain('v2');
     const bad = await timeTo('Code tab: bad save → compile error', '[data-testid="snippet-load-error"]', 'line 2', () =>
       writeFile(join(workspace, 'snippets', 'hello', 'index.ts'), BROKEN),
     );
-    expect(bad).toBeLessThan(1000);
+    // A bound, not the figure (the table above and the bench have those): the page followed the event. 1 s was
+    // too tight for a fresh-clone CI run with the linters beside it (1,226 ms); a reload or a poll would be seconds.
+    expect(bad).toBeLessThan(3000);
     expect(await shownText(p, p.page.getByTestId('snippet-load-error'), 'the error')).toContain('index.ts');
     await p.screenshot('live-code-error');
     // Fixed again: the error goes and v3 shows.
