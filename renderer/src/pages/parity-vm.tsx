@@ -117,10 +117,17 @@ export function ExecutorVm({
       if (e.type !== 'vm.operation') return;
       const { line, state, started_at, log_total } = e.data;
       const op = shown.current?.operation;
+      // A read in flight may have been answered before this line was logged, and its answer would drop the line
+      // appended here: read once more after it instead.
+      if (reloading.current) return again();
       if (line !== null && state === 'running' && op?.state === 'running' && op.started_at === started_at) {
-        // The operation shown printed a line: add it (the core keeps the last 500 lines; so does this view).
-        const next = { ...op, log: [...op.log, line].slice(-500), log_total };
-        setStatus((s) => (s ? { ...s, operation: next } : s));
+        // The operation shown printed a line: add it (the core keeps the last 500 lines; so does this view). Added
+        // to the state as it is when React applies it, so two lines before a render are both kept.
+        setStatus((s) => {
+          const cur = s?.operation;
+          if (!s || !cur || cur.state !== 'running' || cur.started_at !== started_at) return s;
+          return { ...s, operation: { ...cur, log: [...cur.log, line].slice(-500), log_total } };
+        });
         return;
       }
       again();
