@@ -13,6 +13,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseSse } from '../../contract/sse';
 import { startTestCore, type TestCore } from '../helpers/core';
 import { AGENT_NAMES, deployAgentExamples, type AgentName } from '../helpers/agents';
 import { startFakeProvider, type FakeProvider } from '../../fixtures/fake-openai/server';
@@ -49,24 +50,14 @@ async function stream(name: string, prompt: string, mode: 'record' | 'replay'): 
   });
   if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`);
   const run: Run = { id: res.headers.get('x-invocation-id')!, events: [], chunks: [], result: null, error: null };
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const piece of res.body!) {
+  // The project's one SSE reader (contract/sse.ts); a `: ping` is a comment, never an event.
+  for await (const { event, data: text } of parseSse(res.body!)) {
     const at = performance.now() - t0;
-    buf += decoder.decode(piece, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(frame)?.[1];
-      const text = /^data: (.*)$/m.exec(frame)?.[1];
-      if (!event || text === undefined) continue; // `: ping`
-      const data = JSON.parse(text);
-      run.events.push({ event, data });
-      if (event === 'chunk') run.chunks.push({ at, data: data.data });
-      if (event === 'result') run.result = data;
-      if (event === 'error') run.error = data;
-    }
+    const data = JSON.parse(text);
+    run.events.push({ event, data });
+    if (event === 'chunk') run.chunks.push({ at, data: data.data });
+    if (event === 'result') run.result = data;
+    if (event === 'error') run.error = data;
   }
   return run;
 }

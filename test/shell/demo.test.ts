@@ -10,6 +10,7 @@ import { cp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseSse } from '../../contract/sse';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 
 const demos: ChildProcess[] = [];
@@ -124,20 +125,11 @@ async function streamRun(info: DemoInfo, name: string, stderr: () => string) {
   expect(res.status).toBe(200);
   const chunks: { at: number; raw: string }[] = [];
   let result: { output: { answer: string } } | null = null;
-  const decoder = new TextDecoder();
-  let buf = '';
-  for await (const piece of res.body!) {
-    buf += decoder.decode(piece, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf('\n\n')) >= 0) {
-      const frame = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const event = /^event: (.*)$/m.exec(frame)?.[1];
-      const data = /^data: (.*)$/m.exec(frame)?.[1];
-      if (event === 'chunk') chunks.push({ at: performance.now() - t0, raw: data! });
-      if (event === 'result') result = JSON.parse(data!) as typeof result;
-      if (event === 'error') throw new Error(`${name}: the stream failed: ${data}\n${stderr()}`);
-    }
+  // The project's one SSE reader (contract/sse.ts).
+  for await (const { event, data } of parseSse(res.body!)) {
+    if (event === 'chunk') chunks.push({ at: performance.now() - t0, raw: data });
+    if (event === 'result') result = JSON.parse(data) as typeof result;
+    if (event === 'error') throw new Error(`${name}: the stream failed: ${data}\n${stderr()}`);
   }
   expect(result, `${name}: no result`).not.toBeNull();
   const tokens = chunks.map((c) => (JSON.parse(c.raw) as { data: { token: string } }).data.token);
