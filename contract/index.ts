@@ -18,6 +18,7 @@ import * as guiSession from './emu/gui-session';
 import * as cassettes from './emu/cassettes';
 import * as state from './emu/state';
 import * as report from './emu/report';
+import * as debug from './emu/debug';
 
 /** Only the Operations of a module (a module may also export schemas and helpers). */
 type OperationsOf<M> = { [K in keyof M as M[K] extends { operationId: string; method: string } ? K : never]: M[K] };
@@ -42,6 +43,7 @@ export const operations = {
   ...pick(cassettes),
   ...pick(state),
   ...pick(report),
+  ...pick(debug),
 };
 export type Operations = typeof operations;
 export type OperationId = keyof Operations;
@@ -64,3 +66,4 @@ export * from './schemas/events';
 export * from './schemas/agent';
 export * from './schemas/cassette';
 export * from './schemas/report';
+export * from './schemas/debug';

@@ -20,6 +20,8 @@ import type { Executor, ExecutorJob, ExecutionResult, ExecutorInfo } from './typ
 export type {
   AgentGraphEvent,
   AgentStepEvent,
+  DebugEvent,
+  DebugRequest,
   Executor,
   ExecutorJob,
   ExecutionResult,
@@ -30,6 +32,7 @@ export type {
   RunLimits,
 } from './types';
 export { MAX_STEPS_PER_RUN } from './protocol';
+export { DEBUG_ATTACH_TIMEOUT_MS } from './debug/types';
 export type { CodeProblem } from './validate';
 export type { HostOp } from './protocol';
 export { limaAgentArgv, limaTemplate, VM_NAME } from './lima/template';

@@ -32,6 +32,33 @@ export interface ExecutorJob {
   input: Record<string, unknown>;
   /** Secrets and SVC_* facts, set in the runner's environment before the handler runs. */
   env: Record<string, string>;
+  /** A debug run (executor/debug/types.ts): a fresh sandbox of its own, never pooled, with the runtime's debugger on loopback. */
+  debug?: DebugRequest;
+}
+
+/** What a debug run asks for. */
+export interface DebugRequest {
+  /** The loopback port the debugger is reached on (absent: any free one). */
+  port?: number;
+  /** How long the run waits for a debugger to attach before it ends `cancelled` (default DEBUG_ATTACH_TIMEOUT_MS). */
+  attachTimeoutMs?: number;
+}
+
+/**
+ * A debug run's session as it changes: `waiting` once the debugger listens (where to attach), `attached` when a
+ * debugger connects (the timeout clock stops), `detached` when the last one leaves (the clock goes on).
+ */
+export interface DebugEvent {
+  state: 'waiting' | 'attached' | 'detached';
+  protocol: 'inspector' | 'dap';
+  host: string;
+  port: number;
+  /** ws://HOST:PORT/PATH (inspector) or tcp://HOST:PORT (dap). */
+  url: string;
+  /** The bundle's absolute path inside the sandbox (for a debugger's path mapping). */
+  remoteRoot: string;
+  /** ms a debugger has held the run so far. */
+  heldMs: number;
 }
 
 /**
@@ -60,6 +87,8 @@ export interface ExecutorEvents {
   onStep?(step: AgentStepEvent): void;
   onGraph?(graph: AgentGraphEvent): void;
   onLog?(stream: 'stdout' | 'stderr', data: string): void;
+  /** A debug run's session changed (ExecutorJob.debug): where to attach, and whether a debugger holds the run. */
+  onDebug?(e: DebugEvent): void;
   /**
    * Host calls from the snippet's libraries (store, integrations), answered by the core. `log` adds a
    * line to the invocation's logs (an integration call says what it did there).
@@ -106,6 +135,8 @@ export interface ExecutionResult {
   warm: boolean;
   /** Agent steps the run started past MAX_STEPS_PER_RUN, dropped (absent when none). */
   steps_dropped?: number;
+  /** A debug run: whether a debugger attached and how long it held the run (not counted against timeout_ms). */
+  debug?: { protocol: 'inspector' | 'dap'; attached: boolean; held_ms: number };
 }
 
 export interface RetireFilter {

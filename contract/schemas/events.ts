@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { FolderStatus } from './workspace';
 import { OUTCOMES, INVOCATION_STATUSES } from './invocations';
 import { EgressEntry } from './egress';
+import { DebugSession } from './debug';
 
 /**
  * The live event feed, `GET /_emu/events` (emulator only): one SSE stream that carries every change the GUI,
@@ -77,6 +78,8 @@ export const EMU_EVENT_DATA = {
   }),
   /** The server's egress mode or replay speed was switched. */
   'egress.mode': z.object({ mode: z.enum(['live', 'record', 'replay']), replay_speed: z.number() }),
+  /** A debug run's debugger listens (`waiting`), a debugger attached or detached, or the run ended (contract/schemas/debug.ts). */
+  'debug.session': DebugSession,
   /** A GUI terminal (the Terminal page) opened, its shell exited, or it was closed. */
   'terminal.changed': z.object({ id: z.string(), state: z.enum(['opened', 'resized', 'exited', 'closed']) }),
   /** The executor VM's operation (create / start / stop) began, printed a line (`line`), or ended. */

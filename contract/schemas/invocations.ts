@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PageQuery, VersionNumber } from './common';
 import { CallbackDelivery, TimelineSample } from './emu';
 import { CASSETTE_NAME_RE, EGRESS_MODES, InvocationEgress } from './cassette';
+import { DEBUG_HEADER_RE, InvocationDebug } from './debug';
 
 /** Invocations: the invoke request, the invocation record, and the events of a streamed run. */
 
@@ -126,10 +127,13 @@ export const InvokeHeaders = z.object({
     description:
       'Emulator only: the cassette this run records to or replays from (default: the snippet’s, else `default`). Needs `X-Emu-Admin`.',
   }),
-  'x-emu-admin': z
-    .string()
-    .optional()
-    .meta({ description: 'Emulator only: the admin token, which `X-Emu-Limits`, `X-Emu-Egress-Mode` and `X-Emu-Cassette` need.' }),
+  'x-emu-debug': z.string().regex(DEBUG_HEADER_RE, 'must be 1 (any free port) or port=N (1024–65535)').optional().meta({
+    description:
+      'Emulator only: a debug run — a fresh sandbox with the runtime’s debugger listening on loopback (Bun inspector or debugpy); see `GET /_emu/debug/sessions` and the `debug.session` event for where to attach. While a debugger is attached the timeout clock is paused and the CPU cap lifted; memory stays enforced. Needs `X-Emu-Admin` (else 403 `forbidden`).',
+  }),
+  'x-emu-admin': z.string().optional().meta({
+    description: 'Emulator only: the admin token, which `X-Emu-Limits`, `X-Emu-Egress-Mode`, `X-Emu-Cassette` and `X-Emu-Debug` need.',
+  }),
 });
 
 // ---- the events of a streamed invocation (text/event-stream) -----------------------------------------
@@ -167,6 +171,10 @@ export const EmuInvocation = Invocation.extend({
   egress: InvocationEgress.nullable().meta({
     description:
       'How the run’s outbound calls were handled: live, recorded or replayed, and how many (null: the run predates egress modes).',
+  }),
+  debug: InvocationDebug.nullable().meta({
+    description:
+      'A debug run (`X-Emu-Debug`): its protocol, the limits relaxed while a debugger held it, and for how long (null: not a debug run).',
   }),
 }).meta({ id: 'EmuInvocation' });
 

@@ -29,6 +29,7 @@ export const emuRoutes = [
         timeline: await services.invocations.timeline(rec),
         ...(await services.invocations.stored(rec)),
         egress: rec.egress ?? null,
+        debug: rec.debug ?? null,
       },
     };
   }),

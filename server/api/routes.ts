@@ -14,6 +14,7 @@ import { agentRoutes } from './agent';
 import { cassetteRoutes } from './cassettes';
 import { stateRoutes } from './state';
 import { reportRoutes } from './report';
+import { debugRoutes } from './debug';
 
 export const allRoutes: RouteDef[] = [
   ...metaRoutes,
@@ -31,4 +32,5 @@ export const allRoutes: RouteDef[] = [
   ...cassetteRoutes,
   ...stateRoutes,
   ...reportRoutes,
+  ...debugRoutes,
 ];

@@ -1,3 +1,4 @@
+import { DebugSessions } from './debug-sessions';
 import type { CoreDeps } from '../core-deps';
 import { TenantService } from './tenants';
 import { SnippetService, type CodeValidator } from './snippets';
@@ -64,6 +65,8 @@ export interface DomainServices {
   readonly agentSteps: AgentStepService;
   /** Each run's egress session (live, record, replay), the server's mode, and the cassette files (`.store`). */
   readonly egressSessions: EgressSessions;
+  /** Debug runs in progress (X-Emu-Debug): where to attach, and whether a debugger holds each. */
+  readonly debugSessions: DebugSessions;
 }
 
 /** What the routes are handed: the domain's services and the process's parts, all built before it (server/index.ts). */
@@ -159,6 +162,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     providerCalls: opts.providerCalls,
     onError: (message, err) => opts.logger.log('warn', message, { error: String(err) }),
   });
+  const debugSessions = new DebugSessions(deps.events);
   const invoke = new InvokeService(
     deps,
     opts.executor,
@@ -190,6 +194,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     invoke,
     agentSteps,
     egressSessions,
+    debugSessions,
     async,
     callbacks,
     inbox: new InboxService(opts.inboxDir, tenants, deps.clock, deps.events),

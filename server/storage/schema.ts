@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { InvocationEgress, SnippetEgress } from '../../contract/schemas/cassette';
+import { InvocationDebug } from '../../contract/schemas/debug';
 
 /**
  * The shape of `db.json`. Parsed with these schemas on every load, so a hand-edited file that no longer
@@ -205,6 +206,8 @@ export const InvocationRecord = z.object({
    * bodies capped), in a blob: what the run report embeds and `import-report` turns back into a cassette.
    */
   egress_blob: blobHash.optional(),
+  /** A debug run (X-Emu-Debug; contract/schemas/debug.ts): what was relaxed and for how long (emulator only). */
+  debug: InvocationDebug.optional(),
   /** Async jobs: ms from being queued to being handed to the executor (monotonic clock; emulator only). */
   queue_wait_ms: z.number().optional(),
   /** Where production would behave differently for this invocation (e.g. a callback it would refuse). */
