@@ -3,6 +3,7 @@ import type { InitErrorFrame, ReadyFrame } from './protocol';
 import type { RunnerChannel } from './runner-client';
 import type { UsageSample } from './limits/types';
 import type { Runtime } from './types';
+import type { DebugPort, DebugSpec } from './debug/types';
 import type { ExitStatus } from './exit-event';
 import type { ImportProfile } from './import-profile';
 
@@ -25,6 +26,11 @@ export interface SandboxSpec {
    * one (the init phase, docs/parity.md). Absent: the executor sets it before the first run.
    */
   cpuPercent?: number | null;
+  /**
+   * A debug sandbox (executor/debug/types.ts): never a spare, no CPU quota, the runtime's debugger on a socket the
+   * host relays to loopback; the runner waits for a debugger before it loads the bundle.
+   */
+  debug?: DebugSpec;
 }
 
 export interface Sandbox {
@@ -59,6 +65,8 @@ export interface Sandbox {
   /** Raw stdout/stderr of the runner (output that bypassed the runner's capture, e.g. native writes). */
   readonly stdout: Readable | null;
   readonly stderr: Readable | null;
+  /** A debug sandbox's relay (SandboxSpec.debug); closed when the sandbox is destroyed. */
+  readonly debug?: DebugPort;
 }
 
 export interface SandboxHostInfo {

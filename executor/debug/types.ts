@@ -21,3 +21,31 @@ export const DEBUG_SOCKET_NAME = 'debug.sock';
 export const DEBUG_ENV = { protocol: 'SVC_DEBUG', socket: 'SVC_DEBUG_SOCKET' } as const;
 /** A debug run that no debugger attaches to within this long ends `cancelled`. */
 export const DEBUG_ATTACH_TIMEOUT_MS = 10 * 60_000;
+
+/** What a debug sandbox is asked for (SandboxSpec.debug). */
+export interface DebugSpec {
+  protocol: 'inspector' | 'dap';
+  /** Loopback port for the relay (absent: any free one). */
+  port?: number;
+  /** The runner waits this long for a debugger (it starts nothing before one attaches). */
+  attachTimeoutMs: number;
+  /** Called once the relay listens, before the runner is ready (it waits for a debugger): where to attach. */
+  onListening(port: DebugPort): void;
+}
+
+/** A debug sandbox's relay: a TCP listener on loopback, piped to the debugger's socket inside the sandbox. */
+export interface DebugPort {
+  readonly protocol: 'inspector' | 'dap';
+  readonly host: string;
+  readonly port: number;
+  /** ws://HOST:PORT/PATH (inspector) or tcp://HOST:PORT (dap). */
+  readonly url: string;
+  /** The bundle's path inside the sandbox. */
+  readonly remoteRoot: string;
+  /** Whether a debugger is connected now (the run is held: its timeout clock stands still). */
+  readonly held: boolean;
+  /** Calls `listener` on every change of `held`; returns the unsubscribe. */
+  onHeldChange(listener: (held: boolean) => void): () => void;
+  /** Stops listening and cuts every connection (the sandbox's destroy does it too). */
+  close(): Promise<void>;
+}
