@@ -5,6 +5,9 @@ import type { Sandbox, SandboxHost } from './sandbox-host';
 import type { UsageSample } from './limits/types';
 import { MemoryWatchdog } from './limits/watchdog';
 import { MAX_STEPS_PER_RUN, type StepFrame } from './protocol';
+import { HeldClock } from './debug/clock';
+import { DebugRun } from './debug/run';
+import type { DebugSpec } from './debug/types';
 import type {
   ExecutionResult,
   Executor,
@@ -100,7 +103,9 @@ export class PooledExecutor implements Executor {
     return `${job.tenantId}:${job.snippetId}:${job.version}:${job.bundle.sha256}:${job.limits.max_memory_mb}`;
   }
 
-  private async acquire(job: ExecutorJob): Promise<{ sandbox: Sandbox; warm: boolean }> {
+  private async acquire(job: ExecutorJob, debug: DebugRun | null): Promise<{ sandbox: Sandbox; warm: boolean }> {
+    // A debug run has a fresh sandbox of its own (its runtime started with its debugger), never a pooled one.
+    if (debug) return { sandbox: await this.startSandbox(job, job.invocationId, debug.spec()), warm: false };
     const key = this.keyOf(job);
     const i = this.idle.findIndex((e) => e.key === key);
     if (i >= 0) {
@@ -119,7 +124,7 @@ export class PooledExecutor implements Executor {
   }
 
   /** A new sandbox for a job's version (its bundle materialised first), in a limit group named after `id`. */
-  private async startSandbox(job: PrewarmJob, id: string): Promise<Sandbox> {
+  private async startSandbox(job: PrewarmJob, id: string, debug?: DebugSpec): Promise<Sandbox> {
     const { host } = this.opts;
     if (!(await host.hasBundle(job.bundle.sha256))) {
       await host.materialize(job.bundle.sha256, job.bundle.entrypoint, await job.bundle.load());
@@ -132,7 +137,9 @@ export class PooledExecutor implements Executor {
       memoryMb: job.limits.max_memory_mb,
       pidsMax: this.opts.pidsMax ?? 256,
       tmpSizeMb: this.opts.tmpSizeMb ?? 64,
-      cpuPercent: job.limits.max_cpu_percent,
+      // A debug sandbox runs without a CPU quota (its host sets none).
+      cpuPercent: debug ? null : job.limits.max_cpu_percent,
+      ...(debug ? { debug } : {}),
     });
     this.created++;
     return sandbox;
@@ -224,6 +231,23 @@ export class PooledExecutor implements Executor {
   }
 
   async run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult> {
+    if (!job.debug) return this.runOnce(job, events, signal, null);
+    // A debug run (executor/debug/run.ts): its session lives exactly as long as the run.
+    const debug = new DebugRun(job.runtime, job.debug, events, signal);
+    try {
+      const result = await this.runOnce(job, events, signal, debug);
+      return { ...result, debug: debug.summary() };
+    } finally {
+      debug.stop();
+    }
+  }
+
+  private async runOnce(
+    job: ExecutorJob,
+    events: ExecutorEvents,
+    signal: AbortSignal | undefined,
+    debug: DebugRun | null,
+  ): Promise<ExecutionResult> {
     const logs = new LogBuffer();
     const started = this.now();
     const base = { logs: '', logs_truncated: false, parity: this.info.parity, timeline: [] as TimelinePoint[] };
@@ -241,10 +265,13 @@ export class PooledExecutor implements Executor {
     let sandbox: Sandbox;
     let warm: boolean;
     try {
-      ({ sandbox, warm } = await this.acquire(job));
+      ({ sandbox, warm } = await this.acquire(job, debug));
     } catch (err) {
       const e = err as Error & { code?: string; evidence?: Record<string, unknown> };
       if (e.code === 'oom_killed') return early('oom_killed', e.message, e.evidence);
+      // A debug run nobody attached to, or one cancelled while it waited for a debugger (executor/debug/wait.ts).
+      if (e.code === 'attach_timeout') return early('cancelled', `${e.message}: the debug run was cancelled`);
+      if (e.code === 'debug_closed') return early('cancelled', 'the invocation was cancelled while it waited for a debugger');
       // The tenant's module exited or never finished loading: its failure, not the service's.
       if (e.code === 'init_exit' || e.code === 'init_timeout') return early('handler_error', e.message);
       this.opts.onError?.('sandbox start failed', err);
@@ -263,7 +290,7 @@ export class PooledExecutor implements Executor {
           warm,
         };
       }
-      return await this.execute(job, events, sandbox, warm, initMs, logs, signal);
+      return await this.execute(job, events, sandbox, warm, initMs, logs, signal, debug);
     } finally {
       this.busy.delete(sandbox);
     }
@@ -277,13 +304,15 @@ export class PooledExecutor implements Executor {
     initMs: number,
     logs: LogBuffer,
     signal?: AbortSignal,
+    debug: DebugRun | null = null,
   ): Promise<ExecutionResult> {
     const { limits } = job;
     const limitBytes = limits.max_memory_mb * MB;
     if (warm) await sandbox.resetPeak?.().catch(() => {}); // this run's peak, not the sandbox's whole life's
     const first = await sandbox.sample();
-    // A spare's host set the quota before the snippet loaded (Sandbox.cpuPercent): not written again.
-    if ((this.cpuQuota.has(sandbox) ? this.cpuQuota.get(sandbox) : sandbox.cpuPercent) !== limits.max_cpu_percent) {
+    // A spare's host set the quota before the snippet loaded (Sandbox.cpuPercent): not written again. A debug
+    // sandbox has none for its whole life (it is never pooled).
+    if (!sandbox.debug && (this.cpuQuota.has(sandbox) ? this.cpuQuota.get(sandbox) : sandbox.cpuPercent) !== limits.max_cpu_percent) {
       await sandbox.setCpuPercent(limits.max_cpu_percent);
       this.cpuQuota.set(sandbox, limits.max_cpu_percent);
     }
@@ -317,7 +346,10 @@ export class PooledExecutor implements Executor {
     attach(sandbox.stdout, rawOut);
     attach(sandbox.stderr, rawErr);
 
-    const deadline = setTimeout(() => decide({ kind: 'timeout' }), limits.timeout_ms);
+    // A debug run's clock stands still while a debugger holds it (executor/debug/clock.ts).
+    const held = sandbox.debug;
+    const clock = held ? new HeldClock(held, limits.timeout_ms, () => decide({ kind: 'timeout' }), this.now) : null;
+    const deadline = held ? undefined : setTimeout(() => decide({ kind: 'timeout' }), limits.timeout_ms);
     const onAbort = () => decide({ kind: 'cancelled' });
     signal?.addEventListener('abort', onAbort, { once: true });
     if (signal?.aborted) onAbort(); // cancelled while the sandbox was starting: a listener added now never fires
@@ -386,6 +418,7 @@ export class PooledExecutor implements Executor {
       if (!decided) decide({ kind: 'exited', code: null, signal: `channel error: ${(err as Error).message}` });
     } finally {
       clearTimeout(deadline);
+      clock?.stop();
       watchdog.stop();
       signal?.removeEventListener('abort', onAbort);
       offExit();
@@ -411,7 +444,8 @@ export class PooledExecutor implements Executor {
       }
     } else if (v?.kind === 'timeout') {
       outcome = 'timeout';
-      error = { code: 'timeout', message: `the run exceeded timeout_ms (${limits.timeout_ms} ms) and was killed` };
+      const heldNote = debug?.heldMs ? `, not counting ${debug.heldMs} ms held by the debugger` : '';
+      error = { code: 'timeout', message: `the run exceeded timeout_ms (${limits.timeout_ms} ms${heldNote}) and was killed` };
     } else if (v?.kind === 'oom' || end.oom_kills > first.oom_kills) {
       outcome = 'oom_killed';
       const evidence =
@@ -440,7 +474,8 @@ export class PooledExecutor implements Executor {
     // the warm runner stays. A sandbox whose leftovers survived is not reused, nor one whose run met the process
     // cap: the runner's own threads may have failed to start then (Bun aborted on its next run, exit 134).
     const metPidsCap = (end.pids_limit_hits ?? 0) > (first.pids_limit_hits ?? 0);
-    if ((outcome === 'success' || (outcome === 'handler_error' && !v)) && !metPidsCap && (await reaped(sandbox)))
+    // A debug sandbox is never pooled: destroyed (its relay closed, its socket dir removed) before the run returns.
+    if (!sandbox.debug && (outcome === 'success' || (outcome === 'handler_error' && !v)) && !metPidsCap && (await reaped(sandbox)))
       this.release(job, sandbox);
     else {
       // After the verdict's kill, not beside it: two freeze-kill-thaw rounds on one group at once thaw each

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, cpSync, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { chmod, chown, cp, mkdir, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, cp, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Duplex } from 'node:stream';
@@ -14,6 +15,9 @@ import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec, SpareInfo, Spa
 import { FRAMEWORKS, importProfile, topLevelModules, type ImportProfile } from './import-profile';
 import type { PreloadedFrame } from './protocol';
 import { treeRssBytes } from './proc-tree';
+import { DEBUG_DIR_IN_SANDBOX, DEBUG_ENV, DEBUG_SOCKET_NAME, type DebugSpec } from './debug/types';
+import { startRelay, type Relay } from './debug/relay';
+import { waitDebugReady } from './debug/wait';
 
 export interface LocalRuntimePaths {
   /** The Bun binary and the shared node_modules snippets import from. */
@@ -313,13 +317,25 @@ export class LocalSandboxHost implements SandboxHost {
     bundleDir: string,
     entry: string | null,
     preload: { modules: readonly string[]; warmup: string } | null,
+    debugSocket: string | null = null,
   ): string[] {
     const { runtimes } = this.opts;
     const entryArgs =
       entry !== null ? ['--entry', entry] : preload ? ['--preload', preload.modules.join(','), '--warmup', preload.warmup] : [];
     if (runtime === 'bun') {
+      // A debug run: Bun's inspector listens on the socket and runs nothing (not even the runner) until a debugger
+      // attaches and says Inspector.initialized (executor/debug/types.ts).
+      const inspect = debugSocket ? [`--inspect-wait=ws+unix://${debugSocket}`] : [];
       // --no-install: Bun would otherwise fetch a missing package from the registry (production cannot).
-      return [runtimes.bun.bin, '--no-install', join(runtimes.runtimesDir, 'bun', 'runner.ts'), '--bundle', bundleDir, ...entryArgs];
+      return [
+        runtimes.bun.bin,
+        ...inspect,
+        '--no-install',
+        join(runtimes.runtimesDir, 'bun', 'runner.ts'),
+        '--bundle',
+        bundleDir,
+        ...entryArgs,
+      ];
     }
     return [runtimes.python.bin, '-I', '-u', join(runtimes.runtimesDir, 'python', 'svc_runner.py'), '--bundle', bundleDir, ...entryArgs];
   }
@@ -361,11 +377,17 @@ export class LocalSandboxHost implements SandboxHost {
     entry: string | null,
     limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number },
     profile: ImportProfile = 'plain',
+    debug: { protocol: DebugSpec['protocol']; hostDir: string } | null = null,
   ): Promise<Spawned> {
     const fw = FRAMEWORKS[runtime];
     const preload = profile === 'plain' ? null : { modules: [...fw.preload, ...fw.lazy], warmup: fw.warmup };
     const { backend, runtimes, bwrap } = this.opts;
-    const env = this.environment();
+    // A debug run's socket, as the runner sees it: in the dir bound at DEBUG_DIR_IN_SANDBOX, or the host dir itself.
+    const debugSocket = debug ? join(bwrap ? DEBUG_DIR_IN_SANDBOX : debug.hostDir, DEBUG_SOCKET_NAME) : null;
+    const env = {
+      ...this.environment(),
+      ...(debug ? { [DEBUG_ENV.protocol]: debug.protocol, [DEBUG_ENV.socket]: debugSocket! } : {}),
+    };
     let inner: string[];
     let cwd: string;
     let childEnv: Record<string, string>;
@@ -406,16 +428,17 @@ export class LocalSandboxHost implements SandboxHost {
         env,
         chdir: APP,
         unixSocketBinds: egressBound ? [{ src: this.opts.egressSocket!, dest: EGRESS_SOCKET_IN_SANDBOX }] : [],
+        runDirBinds: debug ? [{ src: debug.hostDir, dest: DEBUG_DIR_IN_SANDBOX }] : [],
         ...(bwrap.dropTo ? { dropTo: bwrap.dropTo } : {}),
         ...(bwrap.seccomp ? { seccompFd: SECCOMP_FD } : {}),
         ...(nproc ? { nproc } : {}),
       });
-      inner = [...prefix, ...this.runnerArgv(runtime, APP, entry, preload)];
+      inner = [...prefix, ...this.runnerArgv(runtime, APP, entry, preload, debugSocket)];
       cwd = '/';
       childEnv = {};
     } else {
       const pdeath = this.opts.setpriv ? [this.opts.setpriv, '--pdeathsig', 'KILL', '--'] : [];
-      inner = [...pdeath, ...this.runnerArgv(runtime, appDir, entry, preload)];
+      inner = [...pdeath, ...this.runnerArgv(runtime, appDir, entry, preload, debugSocket)];
       cwd = appDir;
       childEnv = env;
     }
@@ -494,13 +517,19 @@ export class LocalSandboxHost implements SandboxHost {
   }
 
   /** Waits for the runner's ready (or init_error); failures say whether memory, an exit or time ran out. */
-  private async finish(r: Spawned, spec: SandboxSpec, since: number, cpuPercent?: number | null): Promise<Sandbox> {
+  private async finish(r: Spawned, spec: SandboxSpec, since: number, cpuPercent?: number | null, relay?: Relay): Promise<Sandbox> {
     try {
       const initTimeout = this.opts.initTimeoutMs ?? 60_000;
-      const ready = await r.channel.waitReady(initTimeout).catch(async (err: { code?: string }) => {
+      // A debug runner waits for its debugger first (executor/debug/wait.ts).
+      const waiting =
+        relay && spec.debug
+          ? waitDebugReady(r.channel, relay, { attachTimeoutMs: spec.debug.attachTimeoutMs, initTimeoutMs: initTimeout })
+          : r.channel.waitReady(initTimeout);
+      const ready = await waiting.catch(async (err: { code?: string }) => {
         if (err.code === 'ready_timeout') {
           throw Object.assign(new Error(`the snippet did not finish loading within ${initTimeout / 1000} s`), { code: 'init_timeout' });
         }
+        if (err.code === 'attach_timeout' || err.code === 'debug_closed') throw err;
         // The channel closed first: wait for the exit status (and the last of stderr) to say why.
         const e = await Promise.race([r.exited, new Promise<null>((res) => setTimeout(() => res(null), 1000))]);
         const how = e ? (e.signal ? `signal ${e.signal}` : `exit code ${e.code}`) : 'no exit status';
@@ -530,6 +559,7 @@ export class LocalSandboxHost implements SandboxHost {
         onExit: (fn) => exit.on(fn),
         stdout: r.child.stdout,
         stderr: r.child.stderr,
+        ...(relay ? { debug: relay } : {}),
       };
     } catch (err) {
       // Out of memory while loading (a framework import is the snippet's memory too): say so.
@@ -551,12 +581,60 @@ export class LocalSandboxHost implements SandboxHost {
   }
 
   async create(spec: SandboxSpec): Promise<Sandbox> {
+    if (spec.debug) return this.createDebug(spec, spec.debug);
     const spare = await this.claimSpare(spec);
     if (spare) return spare;
     // None to claim: spares that kept dying were not replaced (SPARE_RETRIES); each cold start tries one again.
     if (this.plan.plain || this.plan.framework) setImmediate(() => this.refillSpares());
     const r = await this.spawnRunner(spec.runtime, spec.id, join(this.bundles, spec.bundleSha), spec.entrypoint, spec);
     return this.finish(r, spec, r.started);
+  }
+
+  /**
+   * A debug sandbox (executor/debug/types.ts): never a spare (a spare's runtime started without its debugger), no
+   * CPU quota, a private dir for the debugger's socket (0700, the sandbox user's) bound at DEBUG_DIR_IN_SANDBOX, and
+   * the relay listening on loopback before the runner starts (spec.onListening says where). Its destroy closes the
+   * relay and removes the dir.
+   */
+  private async createDebug(spec: SandboxSpec, debug: DebugSpec): Promise<Sandbox> {
+    if (this.refusal) throw new Error(this.refusal);
+    const { bwrap } = this.opts;
+    // A short path: a unix socket's path is at most 107 bytes, and the relay connects to it on the host.
+    const hostDir = await mkdtemp(join(tmpdir(), 'svc-emu-debug-'));
+    const bundleDir = join(this.bundles, spec.bundleSha);
+    let relay: Relay | null = null;
+    const cleanup = async () => {
+      await relay?.close();
+      await rm(hostDir, { recursive: true, force: true }).catch(() => {});
+    };
+    let r: Spawned;
+    try {
+      // A root core's snippets are the dedicated uid: the dir is theirs (and root's), no one else's.
+      if (bwrap?.dropTo) await chown(hostDir, bwrap.dropTo.uid, bwrap.dropTo.gid);
+      relay = await startRelay({
+        protocol: debug.protocol,
+        socketPath: join(hostDir, DEBUG_SOCKET_NAME),
+        ...(debug.port !== undefined ? { port: debug.port } : {}),
+        remoteRoot: bwrap ? APP : bundleDir,
+      });
+      debug.onListening(relay);
+      // Closed (a cancel) before the runner started: nothing more to start.
+      if (relay.closed) throw Object.assign(new Error('the debug run was ended while it waited for a debugger'), { code: 'debug_closed' });
+      r = await this.spawnRunner(spec.runtime, spec.id, bundleDir, spec.entrypoint, spec, 'plain', {
+        protocol: debug.protocol,
+        hostDir,
+      });
+    } catch (err) {
+      await cleanup();
+      throw err;
+    }
+    const destroyRunner = r.destroy;
+    r.destroy = async () => {
+      await destroyRunner();
+      await cleanup();
+    };
+    // No CPU quota: a debug run is held at breakpoints and steps; its CPU is not production's measure (docs/security.md).
+    return this.finish(r, spec, r.started, null, relay);
   }
 
   // ---- import profiles: which spare a bundle takes -----------------------------------------------------

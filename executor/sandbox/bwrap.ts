@@ -59,6 +59,11 @@ export interface BwrapOptions {
   chdir?: string;
   /** Unix sockets (e.g. the egress proxy's) bound read-write; dest must be under /run. */
   unixSocketBinds?: Bind[];
+  /**
+   * Directories bound read-write under /run (a debug run's socket dir, executor/debug/types.ts): the one place
+   * besides /tmp and /dev/shm the sandbox may write, and one the host sees too. `--remount-ro /run` does not reach it.
+   */
+  runDirBinds?: Bind[];
   hostname?: string;
   /** How a host path looks (injectable for tests); default lstat/readlink. */
   inspect?: (path: string) => HostPath;
@@ -236,6 +241,11 @@ export function bwrapArgv(o: BwrapOptions): string[] {
   for (const b of o.unixSocketBinds ?? []) {
     checkAbs('socket bind', b.src);
     if (!/^\/run\//.test(b.dest)) throw new Error(`bwrap: socket dest ${b.dest} must be under /run (tmpfs)`);
+    a.push('--bind', b.src, b.dest);
+  }
+  for (const b of o.runDirBinds ?? []) {
+    checkAbs('run dir bind', b.src);
+    if (!/^\/run\/[^/]+$/.test(b.dest)) throw new Error(`bwrap: run dir dest ${b.dest} must be a directory right under /run (tmpfs)`);
     a.push('--bind', b.src, b.dest);
   }
   // Built: everything but /tmp and /dev/shm (sized tmpfs) becomes read-only (a bound socket still connects).
