@@ -46,10 +46,14 @@ export const invoke = defineOperation({
     400: problem(
       400,
       ['validation_failed', 'malformed_json'],
-      'Malformed request: bad JSON, query, path or header (`X-Invoke-Mode`, `Idempotency-Key`, `X-Emu-Limits`).',
+      'Malformed request: bad JSON, query, path or header (`X-Invoke-Mode`, `Idempotency-Key`, `X-Emu-Limits`, `X-Emu-Debug`); `X-Emu-Debug` with an `Idempotency-Key`.',
     ),
     ...problems(401),
-    403: problem(403, ['forbidden'], '`X-Emu-Limits` without the admin token in `X-Emu-Admin`.'),
+    403: problem(
+      403,
+      ['forbidden'],
+      '`X-Emu-Limits`, `X-Emu-Egress-Mode`, `X-Emu-Cassette` or `X-Emu-Debug` without the admin token in `X-Emu-Admin`.',
+    ),
     404: problem(404, ['not_found'], 'No such snippet, environment, deployment or version.'),
     409: problem(
       409,

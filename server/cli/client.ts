@@ -15,6 +15,7 @@ import { REPORT_CASSETTE_PREFIX } from '../../contract/schemas/report';
 import type { EmuEventData } from '../../contract/schemas/events';
 import type { Target } from './locate';
 import { followEvents, type FollowState } from '../../contract/events-client';
+import { debugArgsFrom, debugRun } from './debug';
 
 /**
  * The client commands (`invoke`, `logs`, `deploy`, `list`, `invocations`): a user's `/v1` calls from the
@@ -46,11 +47,16 @@ export const CLIENT_OPTIONS = {
   follow: { type: 'boolean', short: 'f' },
   'egress-mode': { type: 'string' },
   cassette: { type: 'string' },
+  debug: { type: 'boolean' },
+  'debug-port': { type: 'string' },
 } as const;
 
 export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream | --mode M]
                  [--egress-mode live|record|replay] [--cassette C]
                                  (this run's outbound calls: go out, recorded to the cassette, or replayed from it)
+                 [--debug [--debug-port N]]
+                                 (a debug run: prints where to attach a debugger — Bun inspector or debugpy, on loopback —
+                                  as soon as it listens; the timeout is paused and the CPU cap lifted while one holds it)
   svc-emu invoke --replay ID [--data JSON] [--mode sync|async|stream]
                                  (runs an invocation again: its snippet, version, env, mode, overrides and stored input)
   svc-emu deploy NAME --version V --env E
@@ -63,7 +69,7 @@ export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--ve
 
 /** The options each command accepts beyond the global ones (server/cli/main.ts checks them first). */
 export const CLIENT_ACCEPTS: Record<ClientCommand, readonly string[]> = {
-  invoke: ['data', 'env', 'version', 'async', 'stream', 'replay', 'mode', 'egress-mode', 'cassette'],
+  invoke: ['data', 'env', 'version', 'async', 'stream', 'replay', 'mode', 'egress-mode', 'cassette', 'debug', 'debug-port'],
   logs: ['snippet', 'outcome', 'limit', 'follow'],
   deploy: ['env', 'version'],
   list: [],
@@ -156,8 +162,22 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
       const version = values.version === undefined ? undefined : versionNumber(values.version as string);
       const mode = modeFrom(values) ?? null;
       const egress = runEgressFrom(values);
-      return (conn, io, json) =>
-        invoke(conn, io, json, { snippet, input, env, version, mode, ...(egress ? { headers: runEgressHeaders(conn, egress) } : {}) });
+      const debug = debugArgsFrom(values);
+      if (typeof debug === 'string') throw new ClientUsageError(debug);
+      const run = (conn: Connection, io: ClientIO, json: boolean, extra: Partial<InvokeArgs> = {}) => {
+        const headers = { ...(egress ? runEgressHeaders(conn, egress) : {}), ...extra.headers };
+        return invoke(conn, io, json, { snippet, input, env, version, mode, ...extra, headers });
+      };
+      if (debug) {
+        return (conn, io, json) =>
+          debugRun(conn.admin, io, json, debug, (headers, accepted) => run(conn, io, json, { headers, onAccepted: accepted })).catch(
+            (err: unknown) => {
+              if (err instanceof ClientFailure || err instanceof ProblemError) throw err;
+              throw unreachable(conn.url, err);
+            },
+          );
+      }
+      return (conn, io, json) => run(conn, io, json);
     }
     case 'cassettes': {
       const [name] = positionals(args, 1, 'cassettes SNIPPET');
@@ -383,6 +403,8 @@ interface InvokeArgs {
   mode: 'async' | 'stream' | null;
   /** Sent as they are (a replay's X-Emu-Limits and X-Emu-Admin). */
   headers?: Record<string, string>;
+  /** An async run was queued under this id (a debug run waits for it to finish). */
+  onAccepted?: (invocationId: string) => void;
 }
 
 interface InvocationRecord {
@@ -422,6 +444,8 @@ async function invoke(conn: Connection, io: ClientIO, json: boolean, a: InvokeAr
   const reply = await conn.send(ops.invoke, input);
   if (a.mode === 'async' && reply.status === 202) {
     io.stdout(json ? JSON.stringify(reply.body) + '\n' : pretty(reply.body));
+    const queued = (reply.body as { invocation_id?: unknown } | undefined)?.invocation_id;
+    if (typeof queued === 'string') a.onAccepted?.(queued);
     return 0;
   }
 

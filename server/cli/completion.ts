@@ -32,6 +32,8 @@ const VALUES: Record<string, readonly string[]> = {
   executor: ['local', 'lima'],
   'egress-profile': ['local', 'production'],
   spares: ['all', 'plain', 'none'],
+  // The ports the example workspace's VS Code launch configurations attach to (server/cli/debug.ts).
+  'debug-port': ['9229', '5678'],
 };
 const DIR_FLAGS = ['data-dir', 'workspace'];
 const FILE_FLAGS = ['limactl'];

@@ -41,6 +41,7 @@ const METAVAR: Record<string, string> = {
   'egress-mode': 'live|record|replay',
   'replay-speed': 'N',
   cassette: 'NAME',
+  'debug-port': 'N',
 };
 
 export const flagForm = (name: string, options: OptionTable) =>

@@ -74,6 +74,7 @@ export class AsyncService {
       { status: 'queued', durable: true },
     );
     if (raced) return replay(raced); // a repeat with the same key got in between
+    this.invoke.holdDebugRequest(record.id, req.debug); // a debug run's port and request id, until a worker runs it
     const submitted = { ...record }; // as stored: the live record moves on once a worker takes it
     this.enqueue(record);
     return { record: submitted, replayed: false };
@@ -108,6 +109,7 @@ export class AsyncService {
     if (rec.status !== 'queued' && rec.status !== 'running') throw this.finished(tenant, id);
     if (this.queue.remove(rec.id)) {
       this.queuedAt.delete(rec.id);
+      this.invoke.dropDebugRequest(rec.id);
       const cancelled = await this.invocations.cancelQueued(rec.id);
       if (cancelled?.callback) this.callbacks.schedule(cancelled.id);
       return 'cancelled';

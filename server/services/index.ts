@@ -174,6 +174,7 @@ export function createServices(deps: CoreDeps, opts: ServiceOptions): DomainServ
     new TenantSlots(),
     agentSteps,
     egressSessions,
+    debugSessions,
   );
   const callbacks = new CallbackService(deps, invocations, tenants, {
     rules: opts.egress,

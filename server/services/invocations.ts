@@ -8,13 +8,25 @@ import { paginate, type PageRequest } from './pagination';
 import type { ExecutionResult } from '../../executor';
 import type { StoredInput } from './stored-input';
 import type { EmuEventData } from '../../contract/schemas/events';
+import { debugParityWarning, finishedDebug } from './debug-run';
 
 /** Outputs, logs and timelines up to this size live in db.json; larger ones in blob files. */
 const INLINE_MAX_BYTES = 8 * 1024;
 
 export type NewInvocation = Pick<
   InvocationRecord,
-  'tenant_id' | 'snippet_id' | 'snippet' | 'version' | 'env' | 'mode' | 'limits' | 'overridden' | 'parity' | 'idempotency_key' | 'egress'
+  | 'tenant_id'
+  | 'snippet_id'
+  | 'snippet'
+  | 'version'
+  | 'env'
+  | 'mode'
+  | 'limits'
+  | 'overridden'
+  | 'parity'
+  | 'idempotency_key'
+  | 'egress'
+  | 'debug'
 > & {
   /** Async jobs: the handler's input, kept until the job has run (a restart runs it from here). */
   input?: Record<string, unknown>;
@@ -221,6 +233,12 @@ export class InvocationService {
       rec.timeline_blob = timelineBlob;
       if (!timelineBlob && result.timeline.length) rec.timeline = result.timeline.map((p) => ({ ...p }));
       rec.finished_at = nowIso(this.deps.clock);
+      if (rec.debug) {
+        // A debug run (X-Emu-Debug): how long a debugger held it, and the parity warning naming what that relaxed.
+        rec.debug = finishedDebug(rec.debug, result.debug);
+        const warning = debugParityWarning(rec.debug, rec.limits);
+        if (!rec.parity_warnings.includes(warning)) rec.parity_warnings.push(warning);
+      }
       // An async job's own copy of its input (secrets included) is not needed once it has run: the replay copy stays.
       delete rec.input;
       delete rec.input_blob;

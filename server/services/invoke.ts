@@ -2,7 +2,7 @@ import { conflict, DomainError, notFound, RateLimitedError, ValidationError } fr
 import type { TenantSlots } from './slots';
 import type { SnippetRecord, TenantRecord, VersionRecord, InvocationRecord } from '../storage/schema';
 import type { CoreDeps } from '../core-deps';
-import type { Executor, ExecutionResult, HostOp, Outcome, RunLimits } from '../../executor';
+import type { DebugEvent, Executor, ExecutionResult, HostOp, Outcome, RunLimits } from '../../executor';
 import type { SnippetService } from './snippets';
 import type { SecretService } from './secrets';
 import type { StoreService } from './store';
@@ -13,6 +13,8 @@ import { BODY_LIMIT_BYTES } from '../json-text';
 import { storedInputOf } from './stored-input';
 import type { AgentStepService } from './agent-steps';
 import type { EgressSessions, RunEgress } from './egress-sessions';
+import type { DebugSessions } from './debug-sessions';
+import { pendingDebug, type DebugRunRequest } from './debug-run';
 
 export interface Resolved {
   snippet: SnippetRecord;
@@ -32,6 +34,8 @@ export interface InvokeRequest {
   overrides?: Partial<RunLimits>;
   /** The run's egress mode and cassette (X-Emu-Egress-Mode, X-Emu-Cassette; admin only): services/egress-sessions.ts. */
   egress?: RunEgress;
+  /** A debug run (X-Emu-Debug, admin only): services/debug-run.ts. Never combined with an Idempotency-Key. */
+  debug?: DebugRunRequest;
   idempotencyKey?: string | null;
   signal?: AbortSignal;
   onChunk?: (data: unknown) => void;
@@ -60,6 +64,8 @@ export interface RunHooks {
  */
 export class InvokeService {
   private readonly controllers = new Map<string, AbortController>();
+  /** Debug runs recorded and not yet running (an async job's port and request id), by invocation id. */
+  private readonly debugRequests = new Map<string, DebugRunRequest>();
 
   constructor(
     private readonly deps: CoreDeps,
@@ -74,6 +80,8 @@ export class InvokeService {
     private readonly agentSteps: AgentStepService | null = null,
     /** Opens and closes each run's egress session (live, record, replay); null: calls just go out. */
     private readonly egressSessions: EgressSessions | null = null,
+    /** Debug runs in progress (X-Emu-Debug): their sessions are announced there; null: debug runs are refused. */
+    private readonly debugSessions: DebugSessions | null = null,
   ) {}
 
   resolve(tenant: TenantRecord, name: string, env?: string, version?: number): Resolved {
@@ -152,9 +160,17 @@ export class InvokeService {
 
   /** The record fields every mode shares (with the input kept for replay, secrets' values redacted). */
   newInvocation(
-    req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode' | 'input' | 'egress'>,
+    req: Pick<InvokeRequest, 'tenant' | 'overrides' | 'idempotencyKey' | 'mode' | 'input' | 'egress' | 'debug'>,
     resolved: Resolved,
   ): NewInvocation {
+    if (req.debug && req.idempotencyKey) {
+      // A debug run is a session a person attaches to: an earlier run's answer is never what they asked for.
+      throw new ValidationError(
+        [{ location: 'header.idempotency-key', message: 'not allowed with X-Emu-Debug' }],
+        'a debug run (X-Emu-Debug) never answers from an Idempotency-Key: send one or the other',
+      );
+    }
+    if (req.debug && !this.debugSessions) throw conflict('debug runs are not available on this emulator');
     const secrets = this.secrets.reveal(req.tenant);
     return {
       tenant_id: req.tenant.id,
@@ -171,13 +187,25 @@ export class InvokeService {
       idempotency_key: req.idempotencyKey ?? null,
       // Decided now, so an async job keeps the mode it was submitted with.
       ...(this.egressSessions ? { egress: this.egressSessions.decide(resolved.version, req.egress) } : {}),
+      // Marked from the start (the GUI shows a debug run as one while it waits for a debugger); executed as one in `execute`.
+      ...(req.debug ? { debug: pendingDebug(resolved.snippet.runtime) } : {}),
     };
+  }
+
+  /** A recorded debug run's port and request id, until `execute` runs it (an async job's wait in the queue). */
+  holdDebugRequest(id: string, debug: DebugRunRequest | undefined): void {
+    if (debug) this.debugRequests.set(id, debug);
+  }
+
+  /** A recorded debug run that will not run (an async job cancelled in the queue). */
+  dropDebugRequest(id: string): void {
+    this.debugRequests.delete(id);
   }
 
   /** A sync or stream run: the caller waits for the outcome (stream callers get chunks on the way). */
   async invoke(req: InvokeRequest): Promise<InvokeResult> {
     const resolved = this.resolve(req.tenant, req.snippet, req.env, req.version);
-    if (req.idempotencyKey) {
+    if (req.idempotencyKey && !req.debug) {
       const earlier = this.invocations.findByIdempotencyKey(req.tenant, req.idempotencyKey);
       if (earlier) {
         this.checkReplay(resolved.snippet.id, earlier);
@@ -191,6 +219,7 @@ export class InvokeService {
         this.checkReplay(resolved.snippet.id, earlier); // lost a race with the same key
         return this.syncReplay(earlier);
       }
+      this.holdDebugRequest(record.id, req.debug);
       req.onStart?.(record);
       const result = await this.execute(req.tenant, record, req.input, req);
       const finished = await this.invocations.finish(record.id, result);
@@ -235,6 +264,8 @@ export class InvokeService {
       });
     let stepsDropped = 0;
     let egressOpen = false;
+    const debugRequest = this.debugRequests.get(record.id);
+    this.debugRequests.delete(record.id);
     try {
       if (!runtime || !version)
         return notRun(record, 'failed', `${record.snippet} version ${record.version} was deleted before this invocation ran`);
@@ -257,6 +288,7 @@ export class InvokeService {
           },
           limits: record.limits,
           input,
+          ...(record.debug ? { debug: debugRequest?.port === undefined ? {} : { port: debugRequest.port } } : {}),
           env: {
             ...this.secrets.reveal(tenant),
             SVC_INVOCATION_ID: record.id,
@@ -269,6 +301,7 @@ export class InvokeService {
           onChunk,
           ...this.agentSteps?.observer(record.id),
           onCall: (op, args, log) => this.hostCall(tenant, record.id, op, args, log).catch(asHostCallError),
+          ...(record.debug && this.debugSessions ? { onDebug: this.debugObserver(tenant, record, runtime, debugRequest) } : {}),
         },
         controller.signal,
       );
@@ -277,11 +310,42 @@ export class InvokeService {
     } finally {
       hooks.signal?.removeEventListener('abort', onAbort);
       this.controllers.delete(record.id);
+      // Always, however the run ended: a debug run's session never outlives it.
+      this.debugSessions?.end(record.id);
       // Awaited: the run's calls are in its blob (and a record run's in the cassette) before its record is finished.
       if (egressOpen) await this.egressSessions!.close(record.id, tenant);
       // Not awaited: the steps stay readable from memory until their blob is written (server/services/agent-steps.ts).
       void this.agentSteps?.close(record.id, stepsDropped);
     }
+  }
+
+  /** A debug run's executor events → its session (GET /_emu/debug/sessions, the `debug.session` event). */
+  private debugObserver(
+    tenant: TenantRecord,
+    record: InvocationRecord,
+    runtime: 'bun' | 'python',
+    req: DebugRunRequest | undefined,
+  ): (e: DebugEvent) => void {
+    let startedAt: string | null = null;
+    return (e) => {
+      startedAt ??= this.deps.clock().toISOString();
+      this.debugSessions!.update({
+        invocation_id: record.id,
+        request_id: req?.requestId ?? null,
+        tenant_id: tenant.id,
+        snippet: record.snippet,
+        version: record.version,
+        runtime,
+        protocol: e.protocol,
+        host: e.host,
+        port: e.port,
+        url: e.url,
+        state: e.state,
+        held_ms: Math.max(0, Math.round(e.heldMs)),
+        remote_root: e.remoteRoot,
+        started_at: startedAt,
+      });
+    };
   }
 
   /** Aborts a run in progress; false when none runs under this id. */

@@ -8,6 +8,7 @@ import type { Outcome } from '../../../executor';
 import { runHeaders, streamInvocation } from './stream';
 import type { EgressMode } from '../../../contract/schemas/cassette';
 import type { RunEgress } from '../../services/egress-sessions';
+import type { DebugRunRequest } from '../../services/debug-run';
 
 /** A sync run's failed outcome → its problem: the status and title its code has in contract/problems.ts (docs/contract.md, "Invoke"). */
 const outcomeProblem = (outcome: Exclude<Outcome, 'success'>) => ({
@@ -53,6 +54,34 @@ export function parseRunEgress(
   return { ...(mode ? { mode } : {}), ...(cassette ? { cassette } : {}) };
 }
 
+/**
+ * `X-Emu-Debug: 1 | port=N` (its form checked by the header schema): a debug run (services/debug-run.ts), only
+ * with the admin token in X-Emu-Admin, and never with an Idempotency-Key (a debug session is not an answer to repeat).
+ */
+export function parseDebugRun(
+  headers: { 'x-emu-debug'?: string; 'x-emu-admin'?: string; 'idempotency-key'?: string },
+  adminToken: string,
+  requestId: string | null,
+): DebugRunRequest | undefined {
+  const header = headers['x-emu-debug'];
+  if (!header) return undefined;
+  const admin = headers['x-emu-admin'];
+  if (!admin || !secretEquals(admin, adminToken)) {
+    throw new ApiError(403, 'forbidden', 'Forbidden', 'X-Emu-Debug is an emulator power: send the admin token as X-Emu-Admin too');
+  }
+  if (headers['idempotency-key']) {
+    throw new ApiError(
+      400,
+      'validation_failed',
+      'Validation failed',
+      'a debug run (X-Emu-Debug) never answers from an Idempotency-Key: send one or the other',
+      { errors: [{ location: 'header.idempotency-key', message: 'not allowed with X-Emu-Debug' }] },
+    );
+  }
+  const port = header.startsWith('port=') ? Number(header.slice('port='.length)) : undefined;
+  return { ...(port === undefined ? {} : { port }), requestId };
+}
+
 /** The handlers of `/v1/invoke` and `/v1/invocations` (their specs: contract/v1/invocations.ts). */
 export const invokeRoutes = [
   implement(invocations.invoke, async ({ services, tenant, params, query, body, headers, ctx }) => {
@@ -60,6 +89,7 @@ export const invokeRoutes = [
     const mode = headers['x-invoke-mode'] ?? 'sync';
     const overrides = parseLimitOverrides(headers['x-emu-limits'], headers['x-emu-admin'], services.facts.adminToken);
     const egress = parseRunEgress(headers, services.facts.adminToken);
+    const debug = parseDebugRun(headers, services.facts.adminToken, (ctx.state.requestId as string | undefined) ?? null);
     const idempotencyKey = headers['idempotency-key'] ?? null;
     if (mode === 'stream') {
       return streamInvocation(services, ctx, {
@@ -70,6 +100,7 @@ export const invokeRoutes = [
         input: body,
         overrides,
         egress,
+        debug,
         idempotencyKey,
       });
     }
@@ -84,6 +115,7 @@ export const invokeRoutes = [
         input,
         overrides,
         egress,
+        debug,
         idempotencyKey,
         callbackUrl,
       });
@@ -104,6 +136,7 @@ export const invokeRoutes = [
       mode: 'sync',
       overrides,
       egress,
+      debug,
     });
     const view = await services.invocations.view(record);
     const replyHeaders = { ...runHeaders(record), ...(replayed ? { 'Idempotent-Replayed': 'true' } : {}) };
