@@ -170,6 +170,8 @@ export class RemoteSandboxHost implements SandboxHost {
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly sandboxes = new Map<string, RemoteSandboxState>();
   private closedError: Error | null = null;
+  /** What to add to the agent's clock to read this process's (see onAgentClock). */
+  private clock = { lo: -Infinity, hi: Infinity };
   info: SandboxHostInfo;
 
   private constructor(
@@ -251,6 +253,27 @@ export class RemoteSandboxHost implements SandboxHost {
     this.sandboxes.clear();
   }
 
+  /**
+   * A sample's `at_ms` is the agent's monotonic clock (performance.now() of another process, in the Lima VM another
+   * machine): the executor reads it against its own (the run's timeline, the memory watchdog's `after_ms`), so it is
+   * moved onto this process's clock. Each exchange bounds the offset: the sample was taken after the request left
+   * and before the answer came. The bounds of every exchange so far are intersected (both clocks are monotonic);
+   * if they stop overlapping (a clock ran at another rate), the latest exchange alone counts.
+   */
+  private onAgentClock(agentMs: number, sentMs: number, receivedMs: number): number {
+    let lo = Math.max(this.clock.lo, sentMs - agentMs);
+    let hi = Math.min(this.clock.hi, receivedMs - agentMs);
+    if (lo > hi) [lo, hi] = [sentMs - agentMs, receivedMs - agentMs];
+    this.clock = { lo, hi };
+    return agentMs + (lo + hi) / 2;
+  }
+
+  private async sample(sid: string): Promise<UsageSample> {
+    const sent = performance.now();
+    const s = (await this.request({ op: 'sample', sid })) as UsageSample;
+    return { ...s, at_ms: this.onAgentClock(s.at_ms, sent, performance.now()) };
+  }
+
   async housekeep(): Promise<{ groups: number; files: number }> {
     return (await this.request({ op: 'housekeep' }, 30_000)) as { groups: number; files: number };
   }
@@ -303,7 +326,7 @@ export class RemoteSandboxHost implements SandboxHost {
       ready: created.ready,
       initMs: created.initMs,
       setCpuPercent: async (percent) => void (await this.request({ op: 'cpu', sid, percent })),
-      sample: async () => (await this.request({ op: 'sample', sid })) as UsageSample,
+      sample: () => this.sample(sid),
       killAll: async () => void (await this.request({ op: 'kill', sid }).catch(() => {})),
       reap: async () => (await this.request({ op: 'reap', sid }, 10_000)) as number,
       destroy: async () => {
