@@ -26,6 +26,7 @@ import { locate, LocateError, type Target } from './locate';
 import { coresDir } from '../storage/running-cores';
 import { INIT_OPTIONS, INIT_USAGE, runInit } from './init';
 import { COMPLETION_USAGE, completionScript, completeWords } from './completion';
+import { MCP_ACCEPTS, MCP_OPTIONS, MCP_USAGE, McpUsageError, runMcpCommand } from './mcp';
 import type { TenantView } from '../services/tenants';
 
 export interface CliIO {
@@ -71,6 +72,7 @@ ${REPORT_USAGE}
 ${STATE_USAGE}
 ${INIT_USAGE}
 ${COMPLETION_USAGE}
+${MCP_USAGE}
 
 Every command takes --data-dir DIR and --json. Without --data-dir the emulator is found from any folder:
 $SVC_EMU_DATA_DIR (set in the GUI's terminals), else $SVC_EMU_URL with $SVC_EMU_ADMIN_TOKEN, else ./.svc-emu,
@@ -112,6 +114,7 @@ const OPTIONS = {
   ...REPORT_OPTIONS,
   ...STATE_OPTIONS,
   ...INIT_OPTIONS,
+  ...MCP_OPTIONS,
 } as const;
 
 const GLOBAL_FLAGS = ['data-dir', 'json', 'help'] as const;
@@ -127,6 +130,7 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   init: Object.keys(INIT_OPTIONS),
   completion: [],
   'gui-token': [],
+  mcp: MCP_ACCEPTS,
   ...CLIENT_ACCEPTS,
   ...REPORT_ACCEPTS,
   ...STATE_ACCEPTS,
@@ -228,6 +232,9 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
         io.stdout(completionScript(shell, { options: OPTIONS, commands: completionCommands() }));
         return 0;
       }
+      case 'mcp':
+        // Stdout is the MCP protocol's from here on (server/mcp/server.ts): every message goes to stderr.
+        return await runMcpCommand(positionals.slice(1), values, target, io);
       case '__complete':
         // For the completion scripts: candidates one a line, nothing (and exit 0) when there are none.
         io.stdout(await completeWords(positionals.slice(1), target).catch(() => ''));
@@ -281,7 +288,7 @@ function report(err: unknown, io: CliIO, json: boolean): number {
     else io.stderr(human);
     return code;
   };
-  if (err instanceof UsageError || err instanceof FlagError) {
+  if (err instanceof UsageError || err instanceof FlagError || err instanceof McpUsageError) {
     return fail(2, `svc-emu: ${err.message}\nRun \`svc-emu --help\` for usage.\n`, { code: 'usage', detail: err.message });
   }
   if (err instanceof ApiError || err instanceof DomainError) {
@@ -312,6 +319,7 @@ function completionCommands(): Record<string, { subs?: string[]; flags: readonly
     lima: { subs: ['template', 'status', 'create', 'start', 'stop'], flags: flagsOf('lima') },
     init: { flags: flagsOf('init') },
     completion: { subs: ['bash', 'zsh'], flags: [] },
+    mcp: { flags: flagsOf('mcp') },
     invoke: { flags: flagsOf('invoke'), snippetArg: true },
     deploy: { flags: flagsOf('deploy'), snippetArg: true },
     logs: { flags: flagsOf('logs') },
