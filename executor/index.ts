@@ -133,6 +133,14 @@ export async function probeHost(opts: { projectRoot: string | null }) {
       packages: { ...info.installed.bun.packages, ...info.installed.python.packages },
       mismatches: info.mismatches,
       stale: info.stale,
+      // Emulator-only, not production's (no mismatch when missing): what Python debug runs use.
+      debugger: {
+        debugpy: {
+          expected: info.manifest.debugger?.debugpy ?? null,
+          installed: info.installed.debugpy?.version ?? null,
+          emulator_only: true,
+        },
+      },
     };
   } catch (err) {
     runtime = { error: (err as Error).message };

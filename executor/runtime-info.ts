@@ -53,6 +53,8 @@ export const RuntimeManifest = z.object({
     overrides: Packages.default({}),
   }),
   tools: z.object({ uv: Version }),
+  /** Emulator-only: what debug runs use (production's runtime has no debugger). Absent: Python debug runs are off. */
+  debugger: z.object({ debugpy: Version }).optional(),
 });
 export type RuntimeManifest = z.infer<typeof RuntimeManifest>;
 
@@ -88,6 +90,8 @@ export const RuntimeLock = z.object({
   }),
   uv: z.object({ bin: AbsPath, version: z.string().nullable() }),
   bwrap: z.object({ bin: AbsPath, version: z.string() }).nullable(),
+  /** debugpy for Python debug runs, outside the venv's site-packages (executor/runtimes/python/_svc_debug.py). */
+  debugpy: z.object({ dir: AbsPath, version: z.string().nullable() }).optional(),
 });
 export type RuntimeLock = z.infer<typeof RuntimeLock>;
 

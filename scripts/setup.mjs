@@ -21,7 +21,7 @@ import { buildStep } from './setup/build.mjs';
 import { bunRuntimeStep } from './setup/bun.mjs';
 import { installStep } from './setup/deps.mjs';
 import { HOST_STAMP, RUNTIMES_DIR } from './setup/paths.mjs';
-import { pythonRuntimeStep, runnerBytecodeStep } from './setup/python.mjs';
+import { pythonDebuggerStep, pythonRuntimeStep, runnerBytecodeStep } from './setup/python.mjs';
 import { pendingSteps as pending, runSteps } from './setup/run.mjs';
 import { runtimeLockStep } from './setup/runtime-lock.mjs';
 import { bubblewrapStep, chromiumStep } from './setup/system.mjs';
@@ -38,6 +38,7 @@ export const STEPS = [
   installStep,
   bunRuntimeStep,
   pythonRuntimeStep,
+  pythonDebuggerStep,
   bubblewrapStep,
   runtimeLockStep,
   runnerBytecodeStep,

@@ -174,6 +174,65 @@ function venvMatches(base) {
   return home !== undefined && realpathSafe(home) === dirname(base.executable) && get('version_info') === base.version;
 }
 
+/**
+ * Where debugpy goes: <venv>/svc-debug, beside the venv's bin/ and lib/, not in its site-packages. Production has
+ * no debugger, so a snippet must not be able to import one: only a debug run of the runner puts this directory on
+ * sys.path (executor/runtimes/python/_svc_debug.py, DEBUGPY_DIR_NAME). It is inside the venv so that a sandbox,
+ * which binds the venv read-only, sees it with no bind of its own.
+ */
+export const DEBUGPY_DIR = join(VENV, 'svc-debug');
+
+/** The installed debugpy's version (its dist-info), or null. */
+export function installedDebugpy() {
+  try {
+    const info = readdirSync(DEBUGPY_DIR).find((f) => /^debugpy-.+\.dist-info$/.test(f));
+    return info ? info.slice('debugpy-'.length, -'.dist-info'.length) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The step `python-debugger`: debugpy, the version executor/runtimes/manifest.json pins under `debugger.debugpy`
+ * (an emulator-only tool: production's runtime has none), installed with uv into DEBUGPY_DIR (`--target`,
+ * no dependencies: debugpy vendors pydevd), bytecode compiled ahead (the sandbox binds it read-only). Runs after
+ * python-runtime, which may have made the venv anew.
+ * @type {Step}
+ */
+export const pythonDebuggerStep = {
+  name: 'python-debugger',
+  title: 'installing debugpy for Python debug runs (.runtimes/python/svc-debug)',
+  isDone: () => installedDebugpy() === readManifest().debugger?.debugpy,
+  async run(ctx) {
+    const manifest = readManifest();
+    const version = manifest.debugger?.debugpy;
+    if (!version) throw new SetupError('executor/runtimes/manifest.json pins no debugger.debugpy');
+    const uv = await ensureUv(ctx, manifest, findBasePython(manifest.python.version));
+    rmSync(DEBUGPY_DIR, { recursive: true, force: true });
+    await runTool(
+      ctx,
+      `uv pip install debugpy==${version}`,
+      [
+        uv,
+        'pip',
+        'install',
+        '--python',
+        join(VENV, 'bin', 'python'),
+        '--target',
+        DEBUGPY_DIR,
+        '--no-deps',
+        '--compile-bytecode',
+        `debugpy==${version}`,
+      ],
+      { env: { UV_PYTHON_DOWNLOADS: 'never', VIRTUAL_ENV: undefined, PYTHONPATH: undefined }, timeoutMs: 300_000 },
+    );
+    const installed = installedDebugpy();
+    if (installed !== version)
+      throw new SetupError(`${relative(ROOT, DEBUGPY_DIR)} holds debugpy ${installed ?? '(none)'}, the manifest pins ${version}`);
+    return `debugpy ${version} ready in ${relative(ROOT, DEBUGPY_DIR)} (debug runs only)`;
+  },
+};
+
 const RUNNER_PY_DIR = join(ROOT, 'executor', 'runtimes', 'python');
 const RUNNER_BYTECODE_STAMP = join(RUNTIMES_DIR, 'runner-bytecode.json');
 const runnerSourcesHash = () =>

@@ -6,6 +6,7 @@ import { join, relative } from 'node:path';
 import { findBunBinary } from './bun.mjs';
 import { findOnPath, readJson, readText, realpathSafe, sha256, writeJson } from './files.mjs';
 import { readManifest } from './manifest.mjs';
+import { DEBUGPY_DIR, installedDebugpy } from './python.mjs';
 import { BUN_DIR, BUN_STAMP, MANIFEST, PYTHON_STAMP, ROOT, RUNTIME_LOCK, SVC_BUN_PACKAGES, UV_DIR, UV_STAMP, VENV } from './paths.mjs';
 import { SetupError, toolVersion } from './tool.mjs';
 
@@ -27,7 +28,14 @@ export const runtimeLockStep = {
 };
 
 function runtimeLockInputsHash() {
-  return sha256(readText(MANIFEST), readText(BUN_STAMP), readText(PYTHON_STAMP), readText(UV_STAMP), findOnPath('bwrap'));
+  return sha256(
+    readText(MANIFEST),
+    readText(BUN_STAMP),
+    readText(PYTHON_STAMP),
+    readText(UV_STAMP),
+    findOnPath('bwrap'),
+    installedDebugpy(),
+  );
 }
 
 const PYTHON_INFO = `
@@ -106,6 +114,8 @@ function collectRuntimeLock(manifest) {
     },
     uv: { bin: uvBin, version: existsSync(uvBin) ? toolVersion(uvBin, ['--version']).split(/\s+/)[1] : null },
     bwrap,
+    // Emulator-only (manifest `debugger`): inside the venv, so the sandbox's bind of it covers it.
+    debugpy: { dir: DEBUGPY_DIR, version: installedDebugpy() },
   };
 }
 

@@ -36,7 +36,8 @@ HOST_OPS = frozenset(("store.get", "store.set", "store.delete", "store.list", "i
 RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
 # The runner's own files: their frames never show in a tenant's traceback.
 RUNNER_FILES = frozenset(
-    os.path.join(RUNNER_DIR, name) for name in ("_svc_runner_core.py", "_svc_egress_relay.py", "svc_runner.py", "_svc_agent_hooks.py")
+    os.path.join(RUNNER_DIR, name)
+    for name in ("_svc_runner_core.py", "_svc_egress_relay.py", "svc_runner.py", "_svc_agent_hooks.py", "_svc_debug.py")
 )
 
 
@@ -316,6 +317,20 @@ def _start_egress():
     os.environ.update(_egress_env)
     _base_env.update(_egress_env)
     _egress = relay
+
+
+# ---- debug runs ----------------------------------------------------------------------------------------
+
+
+def _start_debug():
+    """A debug run (SVC_DEBUG, executor/debug/types.ts): debugpy listens, relayed to the host, and a debugger has
+    attached when this returns (_svc_debug.py). Loaded by its path, and only here: a normal run never imports it."""
+    spec_from_file_location, module_from_spec = _import_helpers()
+    spec = spec_from_file_location("_svc_debug", os.path.join(RUNNER_DIR, "_svc_debug.py"))
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for key in module.start(RUNNER_DIR, _note):
+        _base_env.pop(key, None)
 
 
 # ---- host calls ----------------------------------------------------------------------------------------
@@ -881,6 +896,8 @@ def main():
         _note("fd %d is not open" % FD)
         sys.exit(2)
     _start_egress()
+    if "SVC_DEBUG" in os.environ:
+        _start_debug()
     bundle_dir = os.path.abspath(opts["bundle"])
     _bundle_prefix = bundle_dir.rstrip(os.sep) + os.sep
     # The runner's own directory is no place to import a tenant's modules from.
