@@ -404,3 +404,11 @@ describe('svc-emu mcp on stdio', () => {
     }
   });
 });
+
+describe('docs/mcp.md', () => {
+  it('describes every tool MCP_TOOLS holds, and no other', async () => {
+    const doc = await readFile(join(PROJECT_ROOT, 'docs', 'mcp.md'), 'utf8');
+    const rows = [...doc.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]);
+    expect(rows).toEqual([...MCP_TOOL_NAMES]);
+  });
+});
