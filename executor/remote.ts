@@ -7,12 +7,19 @@ import { RunnerChannel } from './runner-client';
 import { ExitEvent } from './exit-event';
 import type { UsageSample } from './limits/types';
 import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec } from './sandbox-host';
+import type { DebugPort, DebugSpec } from './debug/types';
 
 /**
  * Sandboxes behind a stream: the executor on the host talks to an agent (executor/agent.ts) running
  * where the sandboxes live — inside the Lima VM on macOS (`limactl shell <vm> -- …`), or any shell
  * command. One NDJSON stream carries requests, replies, runner frames and runner output for all
  * sandboxes; the agent runs the same LocalSandboxHost the Linux host runs.
+ *
+ * Debug runs (executor/debug/types.ts) cross it too: the spec's DebugSpec goes without its callback, the agent's
+ * host makes the debug sandbox and its relay (a TCP listener on the agent machine's 127.0.0.1, which Lima forwards
+ * to the Mac's: executor/lima/template.ts), and the agent tells where it listens (`debug_listening`), every change
+ * of `held` (`debug_held`) and its end (`debug_closed`); here a RemoteDebugPort built from those is what the
+ * spec's onListening gets and what the Sandbox carries, and its close() asks the agent to close the relay.
  */
 
 export const HostMsg = z.discriminatedUnion('op', [
@@ -35,6 +42,8 @@ export const HostMsg = z.discriminatedUnion('op', [
   z.object({ op: z.literal('housekeep'), rid: z.number() }),
   z.object({ op: z.literal('destroy'), rid: z.number(), sid: z.string() }),
   z.object({ op: z.literal('frame'), sid: z.string(), frame: ToRunner }),
+  /** DebugPort.close of a debug sandbox's relay (also while its create still waits for a debugger). */
+  z.object({ op: z.literal('debug_close'), rid: z.number(), sid: z.string() }),
 ]);
 export type HostMsg = z.infer<typeof HostMsg>;
 
@@ -50,16 +59,62 @@ export const AgentMsg = z.discriminatedUnion('op', [
   z.object({ op: z.literal('frame'), sid: z.string(), frame: FromRunner }),
   z.object({ op: z.literal('output'), sid: z.string(), stream: z.enum(['stdout', 'stderr']), data: z.string() }),
   z.object({ op: z.literal('exit'), sid: z.string(), code: z.number().nullable(), signal: z.string().nullable() }),
+  /** A debug sandbox's relay listens (sent before its create answers: the runner waits for a debugger first). */
+  z.object({
+    op: z.literal('debug_listening'),
+    sid: z.string(),
+    protocol: z.enum(['inspector', 'dap']),
+    host: z.string(),
+    port: z.number(),
+    url: z.string(),
+    remoteRoot: z.string(),
+    held: z.boolean(),
+  }),
+  z.object({ op: z.literal('debug_held'), sid: z.string(), held: z.boolean() }),
+  /** The relay is closed (its sandbox destroyed or never made, or debug_close): nothing more about it comes. */
+  z.object({ op: z.literal('debug_closed'), sid: z.string() }),
 ]);
 export type AgentMsg = z.infer<typeof AgentMsg>;
 
 const send = (out: Writable, msg: unknown) => out.write(JSON.stringify(msg) + '\n');
+
+/** SandboxSpec.debug as it travels (its onListening stays behind: the agent's own tells the host). */
+const WireDebugSpec = z.object({
+  protocol: z.enum(['inspector', 'dap']),
+  port: z.number().int().optional(),
+  attachTimeoutMs: z.number(),
+});
 
 // ---- agent side ---------------------------------------------------------------------------------------
 
 /** Serves a SandboxHost over a stream (the agent's stdin/stdout). Resolves when the input ends. */
 export async function serveAgent(host: SandboxHost, input: Readable, output: Writable): Promise<void> {
   const sandboxes = new Map<string, Sandbox>();
+  // Debug sandboxes' relays by sandbox id, from the moment they listen (before the sandbox exists) to their close.
+  const debugPorts = new Map<string, { port: DebugPort; off: () => void }>();
+  const debugGone = (sid: string) => {
+    const d = debugPorts.get(sid);
+    if (!d) return;
+    debugPorts.delete(sid);
+    d.off();
+    send(output, { op: 'debug_closed', sid });
+  };
+  const withDebug = (raw: Record<string, unknown>): SandboxSpec => {
+    const spec = raw as unknown as SandboxSpec;
+    if (raw.debug === undefined) return spec;
+    const sid = spec.id;
+    const wire = WireDebugSpec.parse(raw.debug);
+    const debug: DebugSpec = {
+      ...wire,
+      onListening: (port) => {
+        const off = port.onHeldChange((held) => send(output, { op: 'debug_held', sid, held }));
+        debugPorts.set(sid, { port, off });
+        const { protocol, host: at, port: n, url, remoteRoot, held } = port;
+        send(output, { op: 'debug_listening', sid, protocol, host: at, port: n, url, remoteRoot, held });
+      },
+    };
+    return { ...spec, debug };
+  };
   const rl = createInterface({ input, crlfDelay: Infinity });
   const reply = (rid: number, work: () => Promise<unknown>) => {
     // Through a promise even when `work` throws at once (an unknown sandbox): one bad request must
@@ -105,7 +160,14 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
         break;
       case 'create':
         reply(msg.rid, async () => {
-          const sandbox = await host.create(msg.spec as unknown as SandboxSpec);
+          const spec = withDebug(msg.spec);
+          let sandbox: Sandbox;
+          try {
+            sandbox = await host.create(spec);
+          } catch (err) {
+            debugGone(spec.id); // the host closed its relay (no debugger came, or a debug_close)
+            throw err;
+          }
           sandboxes.set(sandbox.id, sandbox);
           sandbox.channel.forwardTo((frame) => send(output, { op: 'frame', sid: sandbox.id, frame }));
           for (const stream of ['stdout', 'stderr'] as const) {
@@ -140,6 +202,13 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
           const s = sandboxes.get(msg.sid);
           sandboxes.delete(msg.sid);
           await s?.destroy();
+          debugGone(msg.sid); // its relay closed with it (its held changes went first)
+        });
+        break;
+      case 'debug_close':
+        reply(msg.rid, async () => {
+          await debugPorts.get(msg.sid)?.port.close();
+          debugGone(msg.sid);
         });
         break;
       case 'frame':
@@ -152,10 +221,73 @@ export async function serveAgent(host: SandboxHost, input: Readable, output: Wri
     }
   }
   await Promise.all([...sandboxes.values()].map((s) => s.destroy().catch(() => {})));
+  await Promise.all([...debugPorts.values()].map((d) => d.port.close().catch(() => {})));
   await host.close();
 }
 
 // ---- host side -----------------------------------------------------------------------------------------
+
+/**
+ * A debug sandbox's relay behind the agent, as seen from the core: where it listens, whether a debugger holds the run
+ * (told by the agent's debug_held), and a close() the agent carries out. The address is the agent machine's loopback;
+ * inside Lima the same port answers on the Mac's (executor/lima/template.ts, portForwards).
+ */
+class RemoteDebugPort implements DebugPort {
+  private isHeld: boolean;
+  private isClosed = false;
+  private closing: Promise<void> | null = null;
+  private readonly listeners = new Set<(held: boolean) => void>();
+
+  constructor(
+    readonly protocol: DebugPort['protocol'],
+    readonly host: string,
+    readonly port: number,
+    readonly url: string,
+    readonly remoteRoot: string,
+    held: boolean,
+    private readonly closeRemote: () => Promise<unknown>,
+  ) {
+    this.isHeld = held;
+  }
+
+  get held(): boolean {
+    return this.isHeld;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  onHeldChange(listener: (held: boolean) => void): () => void {
+    if (this.isClosed) return () => {};
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  /** The agent's debug_held. */
+  setHeld(held: boolean): void {
+    if (this.isClosed || held === this.isHeld) return;
+    this.isHeld = held;
+    for (const l of [...this.listeners]) l(held);
+  }
+
+  /** The agent's debug_closed, or the agent gone: released first if it was held, then nothing more. */
+  markClosed(): void {
+    if (this.isClosed) return;
+    this.setHeld(false);
+    this.isClosed = true;
+    this.listeners.clear();
+  }
+
+  close(): Promise<void> {
+    if (this.isClosed) return Promise.resolve();
+    this.closing ??= this.closeRemote().then(
+      () => this.markClosed(),
+      () => this.markClosed(), // the agent is gone: so is its relay
+    );
+    return this.closing;
+  }
+}
 
 interface RemoteSandboxState {
   toHost: Duplex;
@@ -169,6 +301,10 @@ export class RemoteSandboxHost implements SandboxHost {
   private rid = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private readonly sandboxes = new Map<string, RemoteSandboxState>();
+  /** Debug sandboxes' relays, from debug_listening to debug_closed (or the sandbox's destroy). */
+  private readonly debugPorts = new Map<string, RemoteDebugPort>();
+  /** The DebugSpec of each debug create in flight: its onListening is called on debug_listening. */
+  private readonly debugSpecs = new Map<string, DebugSpec>();
   private closedError: Error | null = null;
   /** What to add to the agent's clock to read this process's (see onAgentClock). */
   private clock = { lo: -Infinity, hi: Infinity };
@@ -201,14 +337,18 @@ export class RemoteSandboxHost implements SandboxHost {
     return host;
   }
 
-  private request(msg: Record<string, unknown>, timeoutMs = 120_000): Promise<unknown> {
+  /** timeoutMs null: no bound of its own (a debug sandbox's create waits as long as the agent's host lets it). */
+  private request(msg: Record<string, unknown>, timeoutMs: number | null = 120_000): Promise<unknown> {
     if (this.closedError) return Promise.reject(this.closedError);
     const rid = ++this.rid;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(rid);
-        reject(new Error(`the agent did not answer ${String(msg.op)} within ${timeoutMs} ms`));
-      }, timeoutMs);
+      const timer =
+        timeoutMs === null
+          ? undefined
+          : setTimeout(() => {
+              this.pending.delete(rid);
+              reject(new Error(`the agent did not answer ${String(msg.op)} within ${timeoutMs} ms`));
+            }, timeoutMs);
       this.pending.set(rid, {
         resolve: (v) => (clearTimeout(timer), resolve(v)),
         reject: (e) => (clearTimeout(timer), reject(e)),
@@ -231,6 +371,7 @@ export class RemoteSandboxHost implements SandboxHost {
       else p?.reject(Object.assign(new Error(msg.message), msg.code ? { code: msg.code, evidence: msg.evidence } : {}));
       return;
     }
+    if (msg.op === 'debug_listening' || msg.op === 'debug_held' || msg.op === 'debug_closed') return this.onDebug(msg);
     const s = this.sandboxes.get(msg.sid);
     if (!s) return;
     if (msg.op === 'frame') s.toHost.push(JSON.stringify(msg.frame) + '\n');
@@ -242,8 +383,26 @@ export class RemoteSandboxHost implements SandboxHost {
     }
   }
 
+  private onDebug(msg: Extract<AgentMsg, { op: 'debug_listening' | 'debug_held' | 'debug_closed' }>) {
+    const { sid } = msg;
+    if (msg.op === 'debug_listening') {
+      const port = new RemoteDebugPort(msg.protocol, msg.host, msg.port, msg.url, msg.remoteRoot, msg.held, () =>
+        this.request({ op: 'debug_close', sid }, 30_000),
+      );
+      this.debugPorts.set(sid, port);
+      this.debugSpecs.get(sid)?.onListening(port);
+    } else if (msg.op === 'debug_held') {
+      this.debugPorts.get(sid)?.setHeld(msg.held);
+    } else {
+      this.debugPorts.get(sid)?.markClosed();
+      this.debugPorts.delete(sid);
+    }
+  }
+
   private fail(err: Error) {
     this.closedError = err;
+    for (const port of this.debugPorts.values()) port.markClosed();
+    this.debugPorts.clear();
     for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
     for (const s of this.sandboxes.values()) {
@@ -308,13 +467,23 @@ export class RemoteSandboxHost implements SandboxHost {
       exit,
     };
     this.sandboxes.set(sid, state);
+    const { debug, ...rest } = spec;
+    const wire = debug ? { ...rest, debug: WireDebugSpec.parse(debug) } : rest;
+    if (debug) this.debugSpecs.set(sid, debug);
     let created: { id: string; ready: ReadyFrame | InitErrorFrame; initMs: number };
     try {
-      created = (await this.request({ op: 'create', spec })) as typeof created;
+      // A debug runner waits for its debugger, then loads with the clock standing still while one holds it: the
+      // agent's host bounds that (attachTimeoutMs, its init budget), not a timeout of ours.
+      created = (await this.request({ op: 'create', spec: wire }, debug ? null : 120_000)) as typeof created;
     } catch (err) {
       this.sandboxes.delete(sid);
+      this.debugPorts.get(sid)?.markClosed();
+      this.debugPorts.delete(sid);
       throw err;
+    } finally {
+      this.debugSpecs.delete(sid);
     }
+    const debugPort = this.debugPorts.get(sid);
     // The agent's channel consumed the runner's ready frame: replay it to ours.
     toHost.push(JSON.stringify(created.ready) + '\n');
     const channel = new RunnerChannel(toHost);
@@ -332,11 +501,15 @@ export class RemoteSandboxHost implements SandboxHost {
       destroy: async () => {
         await this.request({ op: 'destroy', sid }).catch(() => {});
         channel.close();
+        // The agent said debug_closed before its answer; gone either way once destroyed.
+        debugPort?.markClosed();
+        this.debugPorts.delete(sid);
       },
       exited,
       onExit: (fn) => exitEvent.on(fn),
       stdout: state.stdout,
       stderr: state.stderr,
+      ...(debugPort ? { debug: debugPort } : {}),
     };
   }
 

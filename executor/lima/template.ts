@@ -46,6 +46,15 @@ mounts:
   - location: ${q(opts.projectRoot)}
     mountPoint: ${q(opts.projectRoot)}
     writable: false
+portForwards:
+  # Debug runs (executor/debug/types.ts): a debug sandbox's relay listens on the VM's 127.0.0.1, and the debugger on
+  # the Mac attaches to the URL the session names: the same port on the Mac's 127.0.0.1. Lima forwards guest loopback
+  # ports by default; said here so a user's default.yaml that turns forwarding off leaves this one on.
+  - guestIP: "127.0.0.1"
+    guestPortRange: [1024, 65535]
+    hostIP: "127.0.0.1"
+    hostPortRange: [1024, 65535]
+    proto: tcp
 containerd:
   system: false
   user: false
