@@ -26,6 +26,7 @@ import { locate, LocateError, type Target } from './locate';
 import { coresDir } from '../storage/running-cores';
 import { INIT_OPTIONS, INIT_USAGE, runInit } from './init';
 import { COMPLETION_USAGE, completionScript, completeWords } from './completion';
+import { PARITY_ACCEPTS, PARITY_OPTIONS, PARITY_USAGE, runParityCommand } from './parity';
 import { MCP_ACCEPTS, MCP_OPTIONS, MCP_USAGE, McpUsageError, runMcpCommand } from './mcp';
 import type { TenantView } from '../services/tenants';
 
@@ -72,6 +73,7 @@ ${REPORT_USAGE}
 ${STATE_USAGE}
 ${INIT_USAGE}
 ${COMPLETION_USAGE}
+${PARITY_USAGE}
 ${MCP_USAGE}
 
 Every command takes --data-dir DIR and --json. Without --data-dir the emulator is found from any folder:
@@ -114,6 +116,7 @@ const OPTIONS = {
   ...REPORT_OPTIONS,
   ...STATE_OPTIONS,
   ...INIT_OPTIONS,
+  ...PARITY_OPTIONS,
   ...MCP_OPTIONS,
 } as const;
 
@@ -131,16 +134,18 @@ const COMMAND_FLAGS: Record<string, readonly string[]> = {
   completion: [],
   'gui-token': [],
   mcp: MCP_ACCEPTS,
+  ...PARITY_ACCEPTS,
   ...CLIENT_ACCEPTS,
   ...REPORT_ACCEPTS,
   ...STATE_ACCEPTS,
 };
-/** serve takes every flag no other command claims (so a flag added for serve needs no entry here), and --egress-mode (invoke's too). */
+/** serve takes every flag no other command claims (so a flag added for serve needs no entry here), --egress-mode (invoke's too) and --workspace (parity's too). */
 const SERVE_FLAGS = [
   ...Object.keys(OPTIONS).filter(
     (f) => !(GLOBAL_FLAGS as readonly string[]).includes(f) && !Object.values(COMMAND_FLAGS).some((flags) => flags.includes(f)),
   ),
   'egress-mode',
+  'workspace',
 ];
 
 function commandFlags(positionals: string[]): CommandFlags | null {
@@ -235,6 +240,9 @@ export async function main(argv: string[], io: CliIO = defaultIO()): Promise<num
       case 'mcp':
         // Stdout is the MCP protocol's from here on (server/mcp/server.ts): every message goes to stderr.
         return await runMcpCommand(positionals.slice(1), values, target, io);
+      case 'parity':
+        // server/cli/parity.ts: its own exit codes (0 same, 1 differs, 2 usage or target unreachable, 130 Ctrl-C).
+        return await runParityCommand(positionals.slice(1), values, io, { projectRoot: projectRoot() });
       case '__complete':
         // For the completion scripts: candidates one a line, nothing (and exit 0) when there are none.
         io.stdout(await completeWords(positionals.slice(1), target).catch(() => ''));
@@ -319,6 +327,7 @@ function completionCommands(): Record<string, { subs?: string[]; flags: readonly
     lima: { subs: ['template', 'status', 'create', 'start', 'stop'], flags: flagsOf('lima') },
     init: { flags: flagsOf('init') },
     completion: { subs: ['bash', 'zsh'], flags: [] },
+    parity: { flags: flagsOf('parity') },
     mcp: { flags: flagsOf('mcp') },
     invoke: { flags: flagsOf('invoke'), snippetArg: true },
     deploy: { flags: flagsOf('deploy'), snippetArg: true },
