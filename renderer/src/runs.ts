@@ -40,6 +40,11 @@ export interface RunRequest {
   limits: string;
   /** This run's egress mode and cassette (`X-Emu-Egress-Mode`, `X-Emu-Cassette`; `''`: the snippet's or the server's). */
   egress?: { mode: '' | 'live' | 'record' | 'replay'; cassette: string };
+  /**
+   * A debug run (`X-Emu-Debug: 1`, with the admin token): its session is found on the live feed by this
+   * X-Request-Id (pages/debug-session.tsx).
+   */
+  debug?: { requestId: string };
 }
 
 export interface HeldRun {
@@ -150,12 +155,16 @@ export class RunHolder {
         if (req.mode !== 'sync') headers['X-Invoke-Mode'] = req.mode;
         const egressMode = req.egress?.mode ?? '';
         const cassette = req.egress?.cassette.trim() ?? '';
-        if (req.limits || egressMode || cassette) {
+        if (req.limits || egressMode || cassette || req.debug) {
           const token = await adminToken();
           if (!token) {
             throw new Error(
-              'Per-run limit overrides and egress modes need the admin token, and this session has none: open the URL printed by npm start again.',
+              'Per-run limit overrides, egress modes and debug runs need the admin token, and this session has none: open the URL printed by npm start again.',
             );
+          }
+          if (req.debug) {
+            headers['X-Emu-Debug'] = '1';
+            headers['X-Request-Id'] = req.debug.requestId;
           }
           if (req.limits) headers['X-Emu-Limits'] = req.limits;
           if (egressMode) headers['X-Emu-Egress-Mode'] = egressMode;

@@ -17,6 +17,7 @@ import { FINISHED, runs, useHeldRun, type Mode, type Result, type RunDraft, type
 import { describeError, Json, OutcomeBadge, ProblemNotice, useLoad } from '../ui/kit';
 import { adminToken, envOrder, getDeployments, getVersions, LIMIT_FIELDS, type Limits } from './snippet-data';
 import type { SnippetTabProps } from './snippet';
+import { DebugSessionPanel } from './debug-session';
 import './snippet-run.css';
 
 type Overrides = Record<keyof Limits, string>;
@@ -181,11 +182,14 @@ function RunPanel({ snippet, folder, rest }: SnippetTabProps) {
   const canRun =
     !running && inputError === null && overrideErrors.length === 0 && cassetteError === null && snippet.latest_version !== null;
 
-  function run() {
+  /** Run, or Debug: the same run with the runtime's debugger listening first (X-Emu-Debug; pages/debug-session.tsx). */
+  function run(debug = false) {
     if (!canRun) return;
     const body = input.trim() === '' ? {} : (JSON.parse(input) as Record<string, unknown>);
     if (!pinned) setOverrides(NO_OVERRIDES); // per-run: the next run has none unless pinned
-    void runs.start(api, { snippet: name, mode, query: queryOf(target), body, limits: limitsHeader, egress }, adminToken);
+    const request = { snippet: name, mode, query: queryOf(target), body, limits: limitsHeader, egress };
+    const requestId = `gui-debug-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+    void runs.start(api, debug ? { ...request, debug: { requestId } } : request, adminToken);
   }
 
   const deployments = targets.state === 'ok' ? targets.data.deployments : [];
@@ -359,7 +363,17 @@ function RunPanel({ snippet, folder, rest }: SnippetTabProps) {
         </div>
         <div className="sn-run-actions">
           <button type="submit" className="sn-btn sn-btn-primary" disabled={!canRun} data-testid="run">
-            {running ? 'Running…' : 'Run'}
+            {running && !held?.request.debug ? 'Running…' : 'Run'}
+          </button>
+          <button
+            type="button"
+            className="sn-btn"
+            disabled={!canRun}
+            onClick={() => run(true)}
+            title="Run with the runtime's debugger listening (Bun inspector or debugpy, on loopback): the run waits for a debugger to attach"
+            data-testid="run-debug"
+          >
+            {running && held?.request.debug ? 'Debugging…' : 'Debug'}
           </button>
           {running && runMode === 'sync' && (
             <button type="button" className="sn-btn" onClick={() => runs.stop(name)} data-testid="run-stop">
@@ -397,6 +411,9 @@ function RunPanel({ snippet, folder, rest }: SnippetTabProps) {
           )}
         </div>
       </form>
+      {held?.request.debug && (
+        <DebugSessionPanel key={held.request.debug.requestId} requestId={held.request.debug.requestId} snippet={name} running={running} />
+      )}
       {result && <RunResult result={result} limits={held?.request.limits ?? ''} />}
     </div>
   );
