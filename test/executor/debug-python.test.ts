@@ -5,15 +5,22 @@
  *
  * - "the runner" drives the runner alone, the way the host does (executor/debug/types.ts): SVC_DEBUG=dap and
  *   SVC_DEBUG_SOCKET, with this test playing the host's relay (a TCP listener on 127.0.0.1 piped to the socket).
+ * - "the executor" runs it for real (PooledExecutor over LocalSandboxHost: this host's limit backend, bubblewrap,
+ *   seccomp, a root core dropping to the sandbox's uid) with the debugger on the relay's tcp:// URL: the run sits
+ *   at the breakpoint past its timeout_ms and succeeds, where the same snippet without a debugger times out.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as connectUnix, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createExecutor } from '../../executor';
 import { RunnerChannel } from '../../executor/runner-client';
+import type { DebugEvent, Executor, ExecutorJob } from '../../executor/types';
+import { PROJECT_ROOT } from '../helpers/core';
 import { attach, DapClient } from '../helpers/dap';
 import { findPython, makeBundle, PY_RUNNER, PY_SVC_DIR, run, startRunner } from '../runners/helpers';
 
@@ -81,7 +88,7 @@ describe('the runner', () => {
   });
 
   for (const kind of ['sync', 'async'] as const) {
-    it(`stops at a breakpoint in a ${kind} handler, reads its locals and goes on`, async (ctx) => {
+    it(`stops at a breakpoint in ${kind === 'sync' ? 'a' : 'an'} ${kind} handler, reads its locals and goes on`, async (ctx) => {
       const python = findPython();
       if (!python) return ctx.skip('no Python 3.11 (.runtimes/python or python3)');
       expect(existsSync(DEBUGPY_DIR), `debugpy is not installed in ${DEBUGPY_DIR}: run node scripts/setup.mjs`).toBe(true);
@@ -159,4 +166,133 @@ def handler(input):
     expect(r.ready.t).toBe('ready');
     expect((await run(r)).outcome).toEqual({ kind: 'result', output: { importable: false, loaded: [] } });
   });
+});
+
+/** The handler sleeps `sleep_s` before the breakpoint's line: without a debugger, that is what outlasts timeout_ms. */
+const SLEEPY = {
+  sync: `import time
+
+
+def handler(input):
+    time.sleep(input["sleep_s"])
+    doubled = input["n"] * 2
+    return {"doubled": doubled}
+`,
+  async: `import asyncio
+
+
+async def handler(input):
+    await asyncio.sleep(input["sleep_s"])
+    doubled = input["n"] * 2
+    return {"doubled": doubled}
+`,
+} as const;
+const SLEEPY_BREAK_LINE = 7;
+
+describe('the executor', () => {
+  const installed = existsSync(join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json'));
+  let executor: Executor;
+  let workDir: string;
+  let seq = 0;
+  beforeAll(async () => {
+    if (!installed) return;
+    workDir = mkdtempSync(join(tmpdir(), 'svc-emu-debug-py-'));
+    ({ executor } = await createExecutor({ projectRoot: PROJECT_ROOT, workDir, spares: 'none' }));
+  }, 60_000);
+  afterAll(async () => {
+    await executor?.close();
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  function job(code: string, input: Record<string, unknown>, debug?: ExecutorJob['debug']): ExecutorJob {
+    seq += 1;
+    const files = { 'main.py': code };
+    return {
+      invocationId: `dbg-py-${process.pid}-${seq}`,
+      tenantId: 't-debug',
+      snippetId: `s-debug-py-${seq}`,
+      version: 1,
+      runtime: 'python',
+      bundle: { sha256: createHash('sha256').update(code).digest('hex'), entrypoint: 'main.py', load: async () => files },
+      limits: { timeout_ms: 1000, max_memory_mb: 256, max_cpu_percent: 10 },
+      input,
+      env: {},
+      ...(debug ? { debug } : {}),
+    };
+  }
+
+  for (const kind of ['sync', 'async'] as const) {
+    it.skipIf(!installed)(
+      `${kind === 'sync' ? 'a' : 'an'} ${kind} handler stops at its breakpoint, its local reads right, and held past timeout_ms it still succeeds`,
+      async (ctx) => {
+        void ctx.annotate(`sandbox: ${executor.info.sandbox}, limit backend: ${executor.info.backend}`);
+        const events: DebugEvent[] = [];
+        const done = executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
+          onDebug: (e) => events.push(e),
+          onCall: async () => {
+            throw new Error('no host calls here');
+          },
+        });
+        await until('the debug session to wait', () => events.some((e) => e.state === 'waiting'));
+        const waiting = events.find((e) => e.state === 'waiting')!;
+        expect(waiting.protocol).toBe('dap');
+        expect(waiting.url).toBe(`tcp://127.0.0.1:${waiting.port}`);
+        if (executor.info.sandbox === 'bwrap') expect(waiting.remoteRoot).toBe('/opt/svc/app');
+
+        // The debugger's side of the path mapping: the snippet's folder as the author has it.
+        const localRoot = mkdtempSync(join(tmpdir(), 'svc-emu-debug-src-'));
+        writeFileSync(join(localRoot, 'main.py'), SLEEPY[kind]);
+        const dap = await DapClient.connect(waiting.host, waiting.port);
+        try {
+          const t0 = performance.now();
+          const verified = await attach(dap, {
+            localRoot,
+            remoteRoot: waiting.remoteRoot,
+            breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] },
+          });
+          expect(verified['main.py']?.[0]?.verified, JSON.stringify(verified)).toBe(true);
+          const stopped = await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+          void ctx.annotate(`connect → stopped at the breakpoint: ${Math.round(performance.now() - t0)} ms`);
+          const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 20 });
+          expect(stackFrames[0].line).toBe(SLEEPY_BREAK_LINE);
+          expect(stackFrames[0].name).toBe('handler');
+          expect(stackFrames[0].source.path).toBe(join(localRoot, 'main.py')); // mapped back from /opt/svc/app
+          const locals = await dap.locals(stackFrames[0].id);
+          expect(locals.input?.value).toBe("{'n': 21, 'sleep_s': 0}");
+          // The breakpoint is on `return`: `doubled` is set.
+          expect(locals.doubled?.value).toBe('42');
+          expect(events.map((e) => e.state)).toContain('attached');
+
+          // Paused past the run's timeout_ms (1000 ms): waiting here is the scenario, not a decision.
+          const heldFor = 2500;
+          await new Promise((r) => setTimeout(r, heldFor));
+          // The run ends as soon as the handler returns and the relay cuts the debugger off with it.
+          void dap.request('continue', { threadId: stopped.body.threadId }).catch(() => {});
+          const result = await done;
+          expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+          expect(result.output).toEqual({ doubled: 42 });
+          expect(result.debug).toMatchObject({ protocol: 'dap', attached: true });
+          expect(result.debug!.held_ms).toBeGreaterThanOrEqual(heldFor);
+        } finally {
+          dap.close();
+          rmSync(localRoot, { recursive: true, force: true });
+        }
+      },
+      60_000,
+    );
+
+    it.skipIf(!installed)(
+      `the same ${kind} snippet without a debugger, waiting as long, times out`,
+      async () => {
+        const result = await executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 2.5 }), {
+          onCall: async () => {
+            throw new Error('no host calls here');
+          },
+        });
+        expect(result.outcome).toBe('timeout');
+        expect(result.debug).toBeUndefined();
+      },
+      30_000,
+    );
+  }
 });
