@@ -55,7 +55,8 @@ export function createMcpServer(opts: McpServerOptions): McpServer {
         title: t.title,
         description: t.description,
         inputSchema: t.input,
-        annotations: { title: t.title, readOnlyHint: t.readOnly, openWorldHint: false },
+        // Nothing here deletes: a deploy makes a new version (an environment can be pointed back), overrides last one session.
+        annotations: { title: t.title, readOnlyHint: t.readOnly, destructiveHint: false, openWorldHint: false },
       },
       handler,
     );

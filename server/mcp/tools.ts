@@ -63,8 +63,15 @@ const InvocationIdArg = z
   .string()
   .regex(/^inv_[0-9A-Za-z]{1,64}$/, 'must be an invocation id (inv_…)')
   .describe('An invocation id (inv_…), as invoke answers it.');
+/** X-Emu-Limits' values are at most nine digits (LIMIT_OVERRIDES_RE in contract/schemas/invocations.ts). */
+const OVERRIDE_MAX = 999_999_999;
+const OverrideShape = {
+  timeout_ms: LimitOverrides.shape.timeout_ms.unwrap().max(OVERRIDE_MAX).optional().describe('Wall-clock limit of the run, ms.'),
+  max_memory_mb: LimitOverrides.shape.max_memory_mb.unwrap().max(OVERRIDE_MAX).optional().describe('Memory limit of the sandbox, MB.'),
+  max_cpu_percent: LimitOverrides.shape.max_cpu_percent.unwrap().max(OVERRIDE_MAX).optional().describe('CPU cap, percent of one CPU.'),
+};
 const LimitsArg = z
-  .object(LimitOverrides.shape)
+  .object(OverrideShape)
   .strict()
   .describe('Per-run limit overrides (the emulator’s X-Emu-Limits, admin only): any of timeout_ms, max_memory_mb, max_cpu_percent.');
 const WaitMs = z.number().int().min(0).max(120_000);
@@ -354,12 +361,12 @@ const setRunLimits = tool({
   input: z
     .object({
       snippet: SnippetRef.optional().describe('Only for this snippet (default: every snippet).'),
-      ...LimitOverrides.shape,
+      ...OverrideShape,
       clear: z.boolean().optional().describe('Remove the overrides (of `snippet`, or all when no snippet is given).'),
     })
     .strict(),
   readOnly: false,
-   
+
   async run(args, ctx) {
     const key = args.snippet ?? '*';
     const limits: LimitOverrides = {
@@ -532,7 +539,7 @@ const invoke = tool({
           else if (e.event === 'chunk') {
             count++;
             firstChunkMs ??= Math.round(performance.now() - t0);
-            const data = clip((e.data).data, 4_000);
+            const data = clip(e.data.data, 4_000);
             if (first.length < keep) first.push(data);
             else if (keep > 0) {
               last.push(data);
@@ -573,7 +580,7 @@ const invoke = tool({
       const q = reply.body as { invocation_id: string; status: string; status_url: string };
       return {
         summary: `${doing} (async) → queued as ${q.invocation_id}; read it with get_invocation (wait_ms waits for the end)${args.callback_inbox ? `; its callback goes to read_inbox name ${args.callback_inbox}` : ''}`,
-        data: { ...q, mode, callback_url: (input.callback_url) ?? null, overrides: limits || null },
+        data: { ...q, mode, callback_url: input.callback_url ?? null, overrides: limits || null },
       };
     }
     const id = reply.headers.get('x-invocation-id');
@@ -778,9 +785,7 @@ const readInbox = tool({
             .map(
               (d) =>
                 `${d.received_at} ${d.webhook_id ?? ''} signature ${d.signature.verified ? 'verified' : `NOT verified (${d.signature.reason ?? '?'})`}, answered ${d.answered}${
-                  d.record && typeof d.record === 'object' && 'outcome' in d.record
-                    ? `, outcome ${String((d.record).outcome)}`
-                    : ''
+                  d.record && typeof d.record === 'object' && 'outcome' in d.record ? `, outcome ${String(d.record.outcome)}` : ''
                 }`,
             )
             .join('\n')}`
