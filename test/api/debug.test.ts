@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followEvents } from '../../contract/events-client';
 import type { DebugSession } from '../../contract/schemas/debug';
 import { startTestCore, type TestCore } from '../helpers/core';
-import { connectWs } from '../helpers/ws-client';
+import { InspectorSession } from '../helpers/inspector-client';
 import { expectProblem } from './_util';
 
 let core: TestCore;
@@ -142,7 +142,7 @@ describe('a Bun debug run', () => {
     expect(waiting.remote_root).toMatch(/^\//);
 
     // Attach: Bun (--inspect-wait) runs nothing until its debugger says it is ready.
-    const ws = await connectWs(waiting.url);
+    const ws = await InspectorSession.connect(waiting.url);
     await ws.call('Inspector.enable');
     await ws.call('Runtime.enable');
     await ws.call('Inspector.initialized');

@@ -12,7 +12,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, startTestCore, tempDir, type TestCore } from '../helpers/core';
 import { runCli, startCli, until } from '../helpers/cli';
-import { connectWs } from '../helpers/ws-client';
+import { InspectorSession } from '../helpers/inspector-client';
 import { VSCODE_DEBUG_PORTS } from '../../server/cli/debug';
 import { DEFAULT_BUNDLE_DEST } from '../../executor/sandbox/bwrap';
 
@@ -98,7 +98,7 @@ describe('invoke --debug', () => {
     expect(run.out.stderr).toContain(`--debug-port ${VSCODE_DEBUG_PORTS.bun}`);
     expect(run.out.stderr).toContain('timeout clock is paused and its CPU cap lifted; memory stays enforced');
 
-    const ws = await connectWs(url);
+    const ws = await InspectorSession.connect(url);
     await ws.call('Inspector.enable');
     await ws.call('Inspector.initialized');
     await until(() => run.out.stderr.includes('debugger attached to'), 'the attached line');

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../../contract';
 import { shownText, skipReason, startGui, until, type Gui } from '../helpers/gui';
-import { connectWs } from '../helpers/ws-client';
+import { InspectorSession } from '../helpers/inspector-client';
 
 if (skipReason) console.warn(`\n[debug.test] SKIPPING the Debug button GUI tests: ${skipReason}\n`);
 
@@ -49,7 +49,7 @@ describe.skipIf(!!skipReason)('the Debug button', () => {
     await p.screenshot('debug-waiting');
 
     // Attach as a debugger would: Bun (--inspect-wait) runs the snippet once its debugger says it is ready.
-    const ws = await connectWs(url);
+    const ws = await InspectorSession.connect(url);
     await ws.call('Inspector.enable');
     await ws.call('Inspector.initialized');
     await p.page.locator('[data-testid=debug-session][data-state=attached]').waitFor();
