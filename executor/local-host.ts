@@ -121,6 +121,9 @@ export type SpareEvent =
       replaced: boolean;
     };
 
+/** A debug sandbox's socket dir in the host's temp dir (createDebug), named after the core that made it. */
+const DEBUG_DIR_LEFTOVER = /^svc-emu-debug-(?<pid>\d+)-[A-Za-z0-9]{6}$/;
+
 /** Where a sandbox sees the egress proxy's socket (/run is a tmpfs of the sandbox: bwrap can bind onto it). */
 export const EGRESS_SOCKET_IN_SANDBOX = '/run/svc-egress.sock';
 /** Where a sandbox sees the TLS roots it trusts (LocalHostOptions.caBundle). */
@@ -267,14 +270,15 @@ export class LocalSandboxHost implements SandboxHost {
   /**
    * Housekeeping while the core runs (start-up is sweep()): limit groups of cores (or agents) that died
    * since, temp bundle dirs (`.<sha>.<pid>.<rand>`) of a process that is gone or untouched for
-   * leftoverAgeMs, and spare dirs (`spare-<runtime>-<pid>-<host tag>-<n>`, before the tag `spare-<runtime>-<pid>-<n>`) of a core that is gone.
+   * leftoverAgeMs, and spare dirs (`spare-<runtime>-<pid>-<host tag>-<n>`, before the tag `spare-<runtime>-<pid>-<n>`) of a core that is gone, and debug socket dirs (`svc-emu-debug-<pid>-XXXXXX` in the temp dir) of a core that is gone.
    */
   async housekeep(): Promise<{ groups: number; files: number }> {
     const groups = (await this.opts.backend.sweep?.((id) => isStaleGroup(id))) ?? 0;
     const policy = { pid: process.pid, alive: pidAlive, now: () => Date.now(), maxAgeMs: this.opts.leftoverAgeMs ?? 10 * 60_000 };
     const files =
       (await sweepLeftovers(this.bundles, /^\.[0-9a-f]+\.(?:(?<pid>\d+)\.)?[0-9a-f]{8}$/, policy)) +
-      (await sweepLeftovers(this.spareDir, /^spare-(?:bun|python)-(?<pid>\d+)-(?:[0-9a-f]+-)?\d+$/, policy, false));
+      (await sweepLeftovers(this.spareDir, /^spare-(?:bun|python)-(?<pid>\d+)-(?:[0-9a-f]+-)?\d+$/, policy, false)) +
+      (await sweepLeftovers(tmpdir(), DEBUG_DIR_LEFTOVER, policy, false));
     return { groups, files };
   }
 
@@ -600,7 +604,8 @@ export class LocalSandboxHost implements SandboxHost {
     if (this.refusal) throw new Error(this.refusal);
     const { bwrap } = this.opts;
     // A short path: a unix socket's path is at most 107 bytes, and the relay connects to it on the host.
-    const hostDir = await mkdtemp(join(tmpdir(), 'svc-emu-debug-'));
+    // Named after this process: housekeep() removes those of a core that died (DEBUG_DIR_LEFTOVER).
+    const hostDir = await mkdtemp(join(tmpdir(), `svc-emu-debug-${process.pid}-`));
     const bundleDir = join(this.bundles, spec.bundleSha);
     let relay: Relay | null = null;
     const cleanup = async () => {

@@ -10,10 +10,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
 import { createExecutor } from '../../executor';
+import { PooledExecutor } from '../../executor/executor';
+import { LocalSandboxHost } from '../../executor/local-host';
+import { detectLimitBackend } from '../../executor/limits/detect';
+import { readRuntimeInfo } from '../../executor/runtime-info';
 import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 import { InlineSourceMap, InspectorSession } from '../helpers/inspector-client';
@@ -78,14 +83,19 @@ function job(code: string, input: Record<string, unknown>, o: { timeout_ms?: num
 }
 
 /** Runs `j` and hands every debug event to `onDebug` as it comes. */
-function run(j: ExecutorJob, onDebug: (e: DebugEvent) => void = () => {}, signal?: AbortSignal): Promise<ExecutionResult> {
+function run(
+  j: ExecutorJob,
+  onDebug: (e: DebugEvent) => void = () => {},
+  signal?: AbortSignal,
+  ex: Executor = executor,
+): Promise<ExecutionResult> {
   const events: ExecutorEvents = {
     onDebug,
     onCall: async () => {
       throw new Error('no host calls here');
     },
   };
-  return executor.run(j, events, signal);
+  return ex.run(j, events, signal);
 }
 
 /** Resolves with the first event of `state`. */
@@ -174,6 +184,50 @@ function cpuQuotaOf(invocationId: string): string | null {
   return null;
 }
 
+/**
+ * Attaches to a waiting debug run as a source-map-aware debugger and stops on TypeScript line BREAK_LINE of CODE
+ * (run with input n=21): checks the mapping both ways and the local `doubled` (42). Returns the session and frame.
+ */
+async function breakOnLine(waiting: DebugEvent, evs: ReturnType<typeof debugEvents>): Promise<{ s: InspectorSession; top: any }> {
+  const s = await InspectorSession.connect(waiting.url);
+  await evs.next('attached');
+  await s.call('Inspector.enable');
+  await s.call('Runtime.enable');
+  await s.call('Debugger.enable');
+  await s.call('Debugger.setBreakpointsActive', { active: true });
+  const url = `${waiting.remoteRoot}/index.ts`;
+  // The inspector knows only the transpiled module (TypeScript's type-only lines gone) and hands its source map
+  // over with scriptParsed. A debugger does what Bun's VS Code extension does: a placeholder breakpoint on the
+  // file (it stops the run once the file is loaded, before the handler's line can run), then the real one at
+  // the generated position of TypeScript line N, from the map.
+  const placeholder = await s.call('Debugger.setBreakpointByUrl', { url, lineNumber: 0, columnNumber: 0 });
+  await s.call('Inspector.initialized'); // lets --inspect-wait run the runner
+  const first = await s.waitEvent('Debugger.paused', 15_000);
+  expect(first.params.data?.breakpointId).toBe(placeholder.breakpointId);
+  const parsed = s.events.find((e) => e.method === 'Debugger.scriptParsed' && e.params.url === url);
+  expect(parsed, `scriptParsed of ${url}`).toBeTruthy();
+  expect(parsed!.params.sourceMapURL).toMatch(/^data:application\/json;base64,/);
+  const map = InlineSourceMap.fromUrl(parsed!.params.sourceMapURL);
+  expect(map.map.sourcesContent?.[0]).toBe(CODE); // the map carries the TypeScript itself
+  const at = map.generated(BREAK_LINE - 1)!;
+  expect(at, `a mapping for line ${BREAK_LINE}`).toBeTruthy();
+  expect(at.lineNumber).toBeLessThan(BREAK_LINE - 1); // the transpiled line differs: the mapping matters
+  const bp = await s.call('Debugger.setBreakpoint', { location: { scriptId: parsed!.params.scriptId, ...at } });
+  await s.call('Debugger.removeBreakpoint', { breakpointId: placeholder.breakpointId });
+  const from = s.events.length;
+  await s.call('Debugger.resume');
+
+  const paused = await s.waitEvent('Debugger.paused', 15_000, () => true, from);
+  expect(paused.params.data?.breakpointId).toBe(bp.breakpointId);
+  const top = paused.params.callFrames[0];
+  expect(top.location.scriptId).toBe(parsed!.params.scriptId);
+  expect(map.original(top.location.lineNumber, top.location.columnNumber)?.line).toBe(BREAK_LINE - 1);
+  expect(top.functionName).toBe('handler');
+  const local = await s.call('Debugger.evaluateOnCallFrame', { callFrameId: top.callFrameId, expression: 'doubled' });
+  expect(local.result).toMatchObject({ type: 'number', value: 42 });
+  return { s, top };
+}
+
 describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () => {
   it.skipIf(!installed)(
     'stops on the TypeScript line, reads a local, holds the run past its timeout, and succeeds',
@@ -189,42 +243,7 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
       expect(waiting.url).toBe(`ws://127.0.0.1:${waiting.port}/`);
       if (executor.info.sandbox === 'bwrap') expect(waiting.remoteRoot).toBe('/opt/svc/app');
 
-      const s = await InspectorSession.connect(waiting.url);
-      await evs.next('attached');
-      await s.call('Inspector.enable');
-      await s.call('Runtime.enable');
-      await s.call('Debugger.enable');
-      await s.call('Debugger.setBreakpointsActive', { active: true });
-      const url = `${waiting.remoteRoot}/index.ts`;
-      // The inspector knows only the transpiled module (TypeScript's type-only lines gone) and hands its source map
-      // over with scriptParsed. A debugger does what Bun's VS Code extension does: a placeholder breakpoint on the
-      // file (it stops the run once the file is loaded, before the handler's line can run), then the real one at
-      // the generated position of TypeScript line N, from the map.
-      const placeholder = await s.call('Debugger.setBreakpointByUrl', { url, lineNumber: 0, columnNumber: 0 });
-      await s.call('Inspector.initialized'); // lets --inspect-wait run the runner
-      const first = await s.waitEvent('Debugger.paused', 15_000);
-      expect(first.params.data?.breakpointId).toBe(placeholder.breakpointId);
-      const parsed = s.events.find((e) => e.method === 'Debugger.scriptParsed' && e.params.url === url);
-      expect(parsed, `scriptParsed of ${url}`).toBeTruthy();
-      expect(parsed!.params.sourceMapURL).toMatch(/^data:application\/json;base64,/);
-      const map = InlineSourceMap.fromUrl(parsed!.params.sourceMapURL);
-      expect(map.map.sourcesContent?.[0]).toBe(CODE); // the map carries the TypeScript itself
-      const at = map.generated(BREAK_LINE - 1)!;
-      expect(at, `a mapping for line ${BREAK_LINE}`).toBeTruthy();
-      expect(at.lineNumber).toBeLessThan(BREAK_LINE - 1); // the transpiled line differs: the mapping matters
-      const bp = await s.call('Debugger.setBreakpoint', { location: { scriptId: parsed!.params.scriptId, ...at } });
-      await s.call('Debugger.removeBreakpoint', { breakpointId: placeholder.breakpointId });
-      const from = s.events.length;
-      await s.call('Debugger.resume');
-
-      const paused = await s.waitEvent('Debugger.paused', 15_000, () => true, from);
-      expect(paused.params.data?.breakpointId).toBe(bp.breakpointId);
-      const top = paused.params.callFrames[0];
-      expect(top.location.scriptId).toBe(parsed!.params.scriptId);
-      expect(map.original(top.location.lineNumber, top.location.columnNumber)?.line).toBe(BREAK_LINE - 1);
-      expect(top.functionName).toBe('handler');
-      const local = await s.call('Debugger.evaluateOnCallFrame', { callFrameId: top.callFrameId, expression: 'doubled' });
-      expect(local.result).toMatchObject({ type: 'number', value: 42 });
+      const { s, top } = await breakOnLine(waiting, evs);
 
       // As root, the runner on the host is the sandbox's uid (dropped by setpriv), never 0; the CPU quota is not set.
       if (process.getuid?.() === 0 && executor.info.sandbox === 'bwrap') {
@@ -362,4 +381,52 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
     },
     30_000,
   );
+});
+
+describe.skipIf(!installed)('a debug run without bubblewrap (sandbox none)', () => {
+  // The unsandboxed path a normal user's core takes (a root core refuses it: test/executor/egress.test.ts): the
+  // debugger's socket is in the host temp dir itself, and remoteRoot is the bundle's host path.
+  let none: Executor;
+  let noneDir: string;
+  beforeAll(async () => {
+    noneDir = await tempDir('svc-emu-debug-none-');
+    const runtime = await readRuntimeInfo(PROJECT_ROOT);
+    const host = new LocalSandboxHost({
+      backend: (await detectLimitBackend()).backend,
+      runtimes: {
+        bun: { bin: runtime.bun.bin, nodeModules: runtime.bun.nodeModules },
+        python: { bin: runtime.python.bin, venv: runtime.python.venv, basePrefix: runtime.python.basePrefix },
+        runtimesDir: join(PROJECT_ROOT, 'executor', 'runtimes'),
+      },
+      workDir: noneDir,
+      bwrap: null,
+      bwrapMissingReason: 'off in this test',
+      root: false,
+      spares: 0,
+    });
+    await host.sweep();
+    none = new PooledExecutor({ host });
+  }, 30_000);
+  afterAll(async () => {
+    await none?.close();
+    if (noneDir) await rm(noneDir, { recursive: true, force: true });
+  });
+
+  it('stops on the line and succeeds; the socket dir goes with the run', async () => {
+    const evs = debugEvents();
+    const j = job(CODE, { n: 21 }, { timeout_ms: 1000, debug: { attachTimeoutMs: 30_000 } });
+    const done = run(j, (e) => evs.push(e), undefined, none);
+    const waiting = await evs.next('waiting');
+    expect(waiting.remoteRoot).toBe(join(noneDir, 'bundles', j.bundle.sha256));
+    const mine = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`svc-emu-debug-${process.pid}-`));
+    expect(mine()).toHaveLength(1);
+    const { s } = await breakOnLine(waiting, evs);
+    void s.call('Debugger.resume').catch(() => {});
+    const result = await done;
+    await s.close();
+    expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+    expect(result.output).toEqual({ label: 'n=42', doubled: 42 });
+    expect(await accepts(waiting.port)).toBe(false);
+    expect(mine()).toHaveLength(0);
+  }, 60_000);
 });
