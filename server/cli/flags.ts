@@ -41,6 +41,9 @@ const METAVAR: Record<string, string> = {
   'egress-mode': 'live|record|replay',
   'replay-speed': 'N',
   cassette: 'NAME',
+  against: 'URL',
+  target: 'URL',
+  key: 'KEY',
   'debug-port': 'N',
 };
 

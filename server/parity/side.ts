@@ -71,7 +71,7 @@ export class Side {
   async cleanup(): Promise<{ deleted: string[]; failed: { snippet: string; error: string }[] }> {
     const deleted: string[] = [];
     const failed: { snippet: string; error: string }[] = [];
-    for (const name of this.created) {
+    const remove = async (name: string) => {
       try {
         const r = await this.send('DELETE', `/v1/snippets/${encodeURIComponent(name)}`, {}, AbortSignal.timeout(REQUEST_TIMEOUT_MS));
         // 404: the create never landed (refused, or cut before it did): nothing to delete.
@@ -80,8 +80,17 @@ export class Side {
       } catch (err) {
         failed.push({ snippet: name, error: (err as Error).message });
       }
+    };
+    const done = new Set(this.created);
+    for (const name of done) await remove(name);
+    // A create cut by Ctrl-C may land on the server after its DELETE: the prefix is this check's alone, so any
+    // snippet still named with it (in the first page of the list, by name) is ours too.
+    const left = await this.send('GET', '/v1/snippets?limit=1000', {}, AbortSignal.timeout(REQUEST_TIMEOUT_MS)).catch(() => null);
+    for (const s of (left?.body as { data?: { name?: unknown }[] } | undefined)?.data ?? []) {
+      if (typeof s.name !== 'string' || !s.name.startsWith(`${this.prefix}-`)) continue;
+      await remove(s.name);
     }
-    return { deleted, failed };
+    return { deleted: [...new Set(deleted)], failed };
   }
 }
 
