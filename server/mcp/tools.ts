@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { operations as ops } from '../../contract';
 import { ProblemError, type RawReply } from '../../contract/client';
 import { InboxParams } from '../../contract/schemas/inbox';
-import { InvokeHeaders, InvokeParams, LimitOverrides } from '../../contract/schemas/invocations';
+import { INVOCATION_STATUSES, InvokeHeaders, InvokeParams, LimitOverrides, OUTCOMES } from '../../contract/schemas/invocations';
 import { REPORT_MAX_INVOCATIONS } from '../../contract/schemas/report';
 import { CreateSnippet, CreateVersion, VERSION_MAX } from '../../contract/schemas/snippets';
 import { ResourceName, Runtime } from '../../contract/schemas/common';
@@ -717,6 +717,72 @@ const getInvocation = tool({
   },
 });
 
+// ---- list_invocations ---------------------------------------------------------------------------------
+
+const listInvocations = tool({
+  name: 'list_invocations',
+  title: 'List recent invocations',
+  description:
+    'Lists the local tenant’s invocations, newest first — from any client: this agent, the GUI, the CLI, curl, async jobs — with snippet, version, env, mode, status, outcome, the error’s code and message, and duration. Filter by snippet, status or outcome (e.g. outcome timeout to find what timed out). Follow with get_invocation for one run’s logs and evidence.',
+  input: z
+    .object({
+      snippet: SnippetRef.optional().describe('Only this snippet’s invocations.'),
+      status: z.enum(INVOCATION_STATUSES).optional().describe('Only invocations in this status.'),
+      outcome: z.enum(OUTCOMES).optional().describe('Only invocations that ended with this outcome.'),
+      limit: z.number().int().min(1).max(200).optional().describe('At most this many (default 20).'),
+    })
+    .strict(),
+  readOnly: true,
+  async run(args, ctx) {
+    const conn = await ctx.connect();
+    const want = args.limit ?? 20;
+    const rows: EmuRecord[] = [];
+    let cursor: string | undefined;
+    // The outcome is filtered here (/v1 filters by status): pages are read until enough match, 10 at most.
+    for (let i = 0; i < 10 && rows.length < want; i++) {
+      const page = ok(
+        await reach(conn, () =>
+          conn.v1.send(ops.listInvocations, {
+            query: {
+              limit: String(args.outcome ? 1000 : want),
+              ...(args.snippet ? { snippet: args.snippet } : {}),
+              ...(args.status ? { status: args.status } : {}),
+              ...(cursor ? { cursor } : {}),
+            },
+          }),
+        ),
+        'listing the invocations',
+      ).body as PageBody<EmuRecord>;
+      rows.push(...page.data.filter((r) => !args.outcome || r.outcome === args.outcome));
+      if (!page.next_cursor) break;
+      cursor = page.next_cursor;
+    }
+    const list = rows.slice(0, want).map((r) => ({
+      id: r.id,
+      snippet: r.snippet,
+      version: r.version,
+      env: r.env,
+      mode: r.mode,
+      status: r.status,
+      outcome: r.outcome,
+      error: r.error ? { code: r.error.code, message: r.error.message.split('\n')[0] } : null,
+      duration_ms: r.usage ? Math.round(r.usage.duration_ms) : null,
+      created_at: r.created_at,
+    }));
+    return {
+      summary: list.length
+        ? list
+            .map(
+              (r) =>
+                `${r.id} ${r.snippet} v${r.version} · ${r.mode} · ${r.outcome ?? r.status}${r.duration_ms !== null ? ` · ${r.duration_ms} ms` : ''}${r.error && r.outcome !== 'success' ? ` · ${r.error.code}: ${r.error.message}` : ''}`,
+            )
+            .join('\n')
+        : 'no invocations match',
+      data: { invocations: list },
+    };
+  },
+});
+
 // ---- read_inbox ---------------------------------------------------------------------------------------
 
 interface Delivery {
@@ -893,6 +959,7 @@ export const MCP_TOOLS: readonly McpTool[] = [
   listVersions,
   deploy,
   invoke,
+  listInvocations,
   getInvocation,
   setRunLimits,
   readInbox,

@@ -129,6 +129,7 @@ describe('svc-emu mcp', () => {
         'list_versions',
         'deploy',
         'invoke',
+        'list_invocations',
         'get_invocation',
         'set_run_limits',
         'read_inbox',
@@ -261,6 +262,15 @@ describe('svc-emu mcp', () => {
     expect(once.structuredContent).toMatchObject({ outcome: 'timeout', overrides: { timeout_ms: 300 }, http_status: 504 });
     const rec = await ok('get_invocation', { id: (once.structuredContent as any).invocation_id, logs: false });
     expect(rec).toMatchObject({ overridden: true, limits: { timeout_ms: 300 } });
+    const listed = await ok('list_invocations', { snippet: 'sleepy', outcome: 'timeout' });
+    expect(listed.invocations).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: rec.invocation_id, outcome: 'timeout', error: expect.objectContaining({ code: 'timeout' }) }),
+      ]),
+    );
+    expect(listed.invocations.every((r: { snippet: string; outcome: string }) => r.snippet === 'sleepy' && r.outcome === 'timeout')).toBe(
+      true,
+    );
 
     // set_run_limits: every following invoke of this session (of this snippet) sends them, until cleared.
     const set = await ok('set_run_limits', { snippet: 'sleepy', timeout_ms: 250 });
@@ -363,7 +373,7 @@ describe('svc-emu mcp on stdio', () => {
     expect(result.result.structuredContent).toMatchObject({ outcome: 'success', output: { hello: 'Raw' } });
     // The snippet's own stdout never reaches the MCP server's stdout (it is in the logs); its notice is on stderr.
     expect(out).not.toContain('mcp-log-line');
-    expect(err).toMatch(/svc-emu mcp: serving 9 tools over stdio/);
+    expect(err).toContain(`svc-emu mcp: serving ${MCP_TOOL_NAMES.length} tools over stdio`);
   });
 
   it('refuses bad arguments before serving (exit 2)', async () => {
