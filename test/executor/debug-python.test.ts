@@ -87,65 +87,102 @@ describe('the runner', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
 
+  /** The runner started as the host starts a debug runner, with this test as the host's relay. */
+  async function startDebugRunner(code: string) {
+    const python = findPython();
+    expect(python, 'no Python 3.11 (.runtimes/python or python3)').toBeTruthy();
+    expect(existsSync(DEBUGPY_DIR), `debugpy is not installed in ${DEBUGPY_DIR}: run node scripts/setup.mjs`).toBe(true);
+    const bundle = makeBundle({ 'main.py': code });
+    const dir = mkdtempSync(join(tmpdir(), 'svc-debug-'));
+    const socketPath = join(dir, 'debug.sock');
+    const child = spawn(python!, ['-I', '-u', PY_RUNNER, '--bundle', bundle, '--entry', 'main.py'], {
+      cwd: bundle,
+      env: { PATH: '/usr/bin:/bin', HOME: '/tmp', PYTHONPATH: PY_SVC_DIR, SVC_DEBUG: 'dap', SVC_DEBUG_SOCKET: socketPath },
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const channel = new RunnerChannel(child.stdio[3] as Duplex);
+    cleanups.push(() => {
+      channel.close();
+      child.kill('SIGKILL');
+      rmSync(bundle, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    });
+    await until('the debug socket', () => existsSync(socketPath));
+    const { server, port, sockets } = await relay(socketPath);
+    cleanups.push(() => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    });
+    let readyEarly = false;
+    const ready = channel.waitReady(60_000).then((r) => ((readyEarly = true), r));
+    await until('debugpy to listen', () => stderr.includes('waiting for a debugger'));
+    let seq = 0;
+    return {
+      bundle,
+      port,
+      ready,
+      readyEarly: () => readyEarly,
+      stderr: () => stderr,
+      invoke: (input: Record<string, unknown>) =>
+        channel.invoke(`inv_dbg_${++seq}`, input, {}, { onChunk() {}, onLog() {}, onCall: async () => null }),
+      async attach(line: number): Promise<DapClient> {
+        const dap = await DapClient.connect('127.0.0.1', port);
+        cleanups.push(() => dap.close());
+        const verified = await attach(dap, { localRoot: bundle, remoteRoot: bundle, breakpoints: { 'main.py': [line] } });
+        expect(verified['main.py']?.[0]?.verified, JSON.stringify(verified)).toBe(true);
+        return dap;
+      },
+    };
+  }
+
   for (const kind of ['sync', 'async'] as const) {
-    it(`stops at a breakpoint in ${kind === 'sync' ? 'a' : 'an'} ${kind} handler, reads its locals and goes on`, async (ctx) => {
-      const python = findPython();
-      if (!python) return ctx.skip('no Python 3.11 (.runtimes/python or python3)');
-      expect(existsSync(DEBUGPY_DIR), `debugpy is not installed in ${DEBUGPY_DIR}: run node scripts/setup.mjs`).toBe(true);
-      const bundle = makeBundle({ 'main.py': SNIPPETS[kind] });
-      const dir = mkdtempSync(join(tmpdir(), 'svc-debug-'));
-      const socketPath = join(dir, 'debug.sock');
-      const child = spawn(python, ['-I', '-u', PY_RUNNER, '--bundle', bundle, '--entry', 'main.py'], {
-        cwd: bundle,
-        env: { PATH: '/usr/bin:/bin', HOME: '/tmp', PYTHONPATH: PY_SVC_DIR, SVC_DEBUG: 'dap', SVC_DEBUG_SOCKET: socketPath },
-        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      });
-      let stderr = '';
-      child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const channel = new RunnerChannel(child.stdio[3] as Duplex);
-      cleanups.push(() => {
-        channel.close();
-        child.kill('SIGKILL');
-        rmSync(bundle, { recursive: true, force: true });
-        rmSync(dir, { recursive: true, force: true });
-      });
-      await until('the debug socket', () => existsSync(socketPath));
-      const { server, port, sockets } = await relay(socketPath);
-      cleanups.push(() => {
-        for (const s of sockets) s.destroy();
-        server.close();
-      });
+    it(`stops at a breakpoint in ${kind === 'sync' ? 'a' : 'an'} ${kind} handler, reads its locals and goes on`, async () => {
+      const r = await startDebugRunner(SNIPPETS[kind]);
       // Nothing runs before a debugger attaches: no `ready` yet.
-      let readyEarly = false;
-      const ready = channel.waitReady(60_000).then((r) => ((readyEarly = true), r));
-      await until('debugpy to listen', () => stderr.includes('waiting for a debugger'));
-      expect(readyEarly).toBe(false);
+      expect(r.readyEarly()).toBe(false);
+      const dap = await r.attach(BREAK_LINE[kind]);
+      expect((await r.ready).t, r.stderr()).toBe('ready');
 
-      const dap = await DapClient.connect('127.0.0.1', port);
-      cleanups.push(() => dap.close());
-      const verified = await attach(dap, { localRoot: bundle, remoteRoot: bundle, breakpoints: { 'main.py': [BREAK_LINE[kind]] } });
-      expect(verified['main.py']?.[0]?.verified, JSON.stringify(verified)).toBe(true);
-      expect((await ready).t, stderr).toBe('ready');
-
-      const outcome = channel.invoke('inv_dbg', { items: [1, 2, 3] }, {}, { onChunk() {}, onLog() {}, onCall: async () => null });
+      const outcome = r.invoke({ items: [1, 2, 3] });
       const stopped = await dap
         .waitEvent('stopped', (b) => b.reason === 'breakpoint', 10_000)
         .catch((e) => {
-          throw new Error(`${e.message}\nstderr: ${stderr}\nevents: ${JSON.stringify(dap.events)}`);
+          throw new Error(`${e.message}\nstderr: ${r.stderr()}\nevents: ${JSON.stringify(dap.events)}`);
         });
       const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 20 });
       expect(stackFrames[0].line).toBe(BREAK_LINE[kind]);
       // justMyCode: the runner's own frames (executor/runtimes/python) are library code, not shown.
-      expect(stackFrames.map((f: { source?: { path?: string } }) => f.source?.path)).toEqual([join(bundle, 'main.py')]);
+      expect(stackFrames.map((f: { source?: { path?: string } }) => f.source?.path)).toEqual([join(r.bundle, 'main.py')]);
       const locals = await dap.locals(stackFrames[0].id);
       expect(locals.total?.value).toBe('12');
       expect(locals.label?.value).toBe("'n=3'");
       await dap.request('continue', { threadId: stopped.body.threadId });
       await expect(outcome).resolves.toMatchObject({ kind: 'result', output: { total: 12, label: 'n=3', env: [] } });
       await dap.request('disconnect', { terminateDebuggee: false });
-      expect(stderr).not.toMatch(/Traceback|Debugger warning/);
+      expect(r.stderr()).not.toMatch(/Traceback|Debugger warning/);
     });
   }
+
+  it('a debugger that leaves without `disconnect` releases the run it stopped; one that attaches again stops it again', async () => {
+    const r = await startDebugRunner(SNIPPETS.sync);
+    let dap = await r.attach(BREAK_LINE.sync);
+    await r.ready;
+    const first = r.invoke({ items: [1] });
+    await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+    dap.close(); // killed, or its connection dropped: no `disconnect` request
+    await expect(first).resolves.toMatchObject({ kind: 'result', output: { total: 2 } });
+    // No debugger: the breakpoints went with it.
+    await expect(r.invoke({ items: [2] })).resolves.toMatchObject({ kind: 'result', output: { total: 4 } });
+    dap = await r.attach(BREAK_LINE.sync);
+    const third = r.invoke({ items: [3] });
+    const stopped = await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+    const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 1 });
+    expect((await dap.locals(stackFrames[0].id)).total?.value).toBe('6');
+    await dap.request('continue', { threadId: stopped.body.threadId });
+    await expect(third).resolves.toMatchObject({ kind: 'result', output: { total: 6 } });
+  });
 
   it('a normal run neither loads debugpy nor can import it (production has none)', async (ctx) => {
     if (!findPython()) return ctx.skip('no Python 3.11 (.runtimes/python or python3)');
@@ -280,6 +317,31 @@ describe('the executor', () => {
       },
       60_000,
     );
+
+    if (kind === 'sync')
+      it.skipIf(!installed)(
+        'a debugger that drops while the run is stopped lets it finish, on the time it had left',
+        async () => {
+          const events: DebugEvent[] = [];
+          const done = executor.run(job(SLEEPY.sync, { n: 5, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
+            onDebug: (e) => events.push(e),
+            onCall: async () => {
+              throw new Error('no host calls here');
+            },
+          });
+          await until('the debug session to wait', () => events.some((e) => e.state === 'waiting'));
+          const waiting = events.find((e) => e.state === 'waiting')!;
+          const dap = await DapClient.connect(waiting.host, waiting.port);
+          await attach(dap, { localRoot: '/src/snippet', remoteRoot: waiting.remoteRoot, breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] } });
+          await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+          dap.close(); // no `disconnect`: the debugger was killed
+          const result = await done;
+          expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+          expect(result.output).toEqual({ doubled: 10 });
+          expect(events.map((e) => e.state)).toEqual(['waiting', 'attached', 'detached']);
+        },
+        60_000,
+      );
 
     it.skipIf(!installed)(
       `the same ${kind} snippet without a debugger, waiting as long, times out`,

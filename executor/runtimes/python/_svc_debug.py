@@ -108,10 +108,10 @@ class _Relay:
                 self._note("the debug relay could not reach debugpy on port %s: %s" % (self.port, e))
                 client.close()
                 continue
-            self._spawn(self._pipe, client, upstream)
-            self._spawn(self._pipe, upstream, client)
+            self._spawn(self._pipe, client, upstream, True)
+            self._spawn(self._pipe, upstream, client, False)
 
-    def _pipe(self, src, dst):
+    def _pipe(self, src, dst, from_debugger):
         try:
             while True:
                 data = src.recv(_CHUNK)
@@ -131,6 +131,26 @@ class _Relay:
                 src.close()
             except OSError:
                 pass
+            if from_debugger:
+                _release_debuggee(self._note)
+
+
+def _release_debuggee(note):
+    """What a DAP `disconnect` request does (pydevd's on_disconnect_request): breakpoints removed, every thread
+    resumed. Done whenever a debugger's connection ends, so one that vanished without saying `disconnect` (killed,
+    its connection dropped) leaves no run stopped at a breakpoint nobody can continue; after a proper `disconnect`
+    it changes nothing. A debugger that attaches again sets its breakpoints again."""
+    pydevd = sys.modules.get("pydevd")
+    if pydevd is None:
+        return
+    try:
+        from _pydevd_bundle.pydevd_api import PyDevdAPI
+
+        py_db = pydevd.get_global_debugger()
+        if py_db is not None:
+            PyDevdAPI().request_disconnect(py_db, resume_threads=True)
+    except Exception as e:  # noqa: BLE001 - the run goes on; its clock runs again without a debugger
+        note("could not release the run after the debugger left: %s: %s" % (type(e).__name__, e))
 
 
 def start(runner_dir, note):
