@@ -15,7 +15,7 @@ import { REPORT_CASSETTE_PREFIX } from '../../contract/schemas/report';
 import type { EmuEventData } from '../../contract/schemas/events';
 import type { Target } from './locate';
 import { followEvents, type FollowState } from '../../contract/events-client';
-import { debugArgsFrom, debugRun } from './debug';
+import { debugArgsFrom, debugRun, type DebugArgs } from './debug';
 
 /**
  * The client commands (`invoke`, `logs`, `deploy`, `list`, `invocations`): a user's `/v1` calls from the
@@ -104,7 +104,8 @@ class ClientFailure extends Error {
   }
 }
 
-type Plan = (conn: Connection, io: ClientIO, json: boolean) => Promise<number>;
+/** What a command does once connected; `extra` adds to an invoke's request (a debug run's headers, `onAccepted`). */
+type Plan = (conn: Connection, io: ClientIO, json: boolean, extra?: Pick<InvokeArgs, 'headers' | 'onAccepted'>) => Promise<number>;
 
 /**
  * Runs a client command; returns the exit code (0 ok, 1 failed, 2 usage). With --json, a failure is one
@@ -154,7 +155,20 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
   }
   switch (cmd) {
     case 'invoke': {
-      if (values.replay !== undefined) return planReplay(args, values);
+      const debugArgs = debugArgsFrom(values);
+      if (typeof debugArgs === 'string') throw new ClientUsageError(debugArgs);
+      if (values.replay !== undefined) {
+        const replayPlan = planReplay(args, values);
+        if (!debugArgs) return replayPlan;
+        // --replay --debug: the same run again, as a debug run.
+        return (conn, io, json) =>
+          debugRun(conn.admin, io, json, debugArgs, (headers, accepted) =>
+            replayPlan(conn, io, json, { headers, onAccepted: accepted }),
+          ).catch((err: unknown) => {
+            if (err instanceof ClientFailure || err instanceof ProblemError) throw err;
+            throw unreachable(conn.url, err);
+          });
+      }
       const [name] = positionals(args, 1, 'invoke NAME [--data JSON] [--env E] [--version V] [--async | --stream]');
       const snippet = snippetRef(name!);
       const input = inputFrom(values.data as string | undefined);
@@ -162,8 +176,7 @@ function planCommand(cmd: ClientCommand, args: string[], values: ClientValues): 
       const version = values.version === undefined ? undefined : versionNumber(values.version as string);
       const mode = modeFrom(values) ?? null;
       const egress = runEgressFrom(values);
-      const debug = debugArgsFrom(values);
-      if (typeof debug === 'string') throw new ClientUsageError(debug);
+      const debug = debugArgsFrom(values) as DebugArgs | undefined;
       const run = (conn: Connection, io: ClientIO, json: boolean, extra: Partial<InvokeArgs> = {}) => {
         const headers = { ...(egress ? runEgressHeaders(conn, egress) : {}), ...extra.headers };
         return invoke(conn, io, json, { snippet, input, env, version, mode, ...extra, headers });
@@ -884,7 +897,7 @@ function planReplay(args: string[], values: ClientValues): Plan {
     );
   const input = values.data === undefined ? undefined : inputFrom(values.data as string);
   const mode = requestedMode(values);
-  return (conn, io, json) => replay(conn, io, json, { id, input, mode });
+  return (conn, io, json, extra) => replay(conn, io, json, { id, input, mode }, extra);
 }
 
 interface ReplaySource {
@@ -900,7 +913,13 @@ interface ReplaySource {
 }
 
 /** Runs an invocation again: its snippet, version, env, mode and X-Emu-Limits overrides, with its stored input (or --data). */
-async function replay(conn: Connection, io: ClientIO, json: boolean, a: ReplayArgs): Promise<number> {
+async function replay(
+  conn: Connection,
+  io: ClientIO,
+  json: boolean,
+  a: ReplayArgs,
+  extra: Pick<InvokeArgs, 'headers' | 'onAccepted'> = {},
+): Promise<number> {
   const reply = await conn.admin.send(ops.emuGetInvocation, { params: { id: a.id } }).catch((err: unknown) => {
     throw unreachable(conn.url, err);
   });
@@ -950,6 +969,7 @@ async function replay(conn: Connection, io: ClientIO, json: boolean, a: ReplayAr
     env: src.env ?? undefined,
     version: src.version,
     mode: mode === 'sync' ? null : mode,
-    headers,
+    headers: { ...headers, ...extra.headers },
+    ...(extra.onAccepted ? { onAccepted: extra.onAccepted } : {}),
   });
 }

@@ -146,6 +146,26 @@ describe('invoke --debug', () => {
   }, 90_000);
 });
 
+describe('invoke --replay ID --debug', () => {
+  it('runs an invocation again as a debug run', async () => {
+    const first = await runCli(['invoke', 'py', '--json', ...dd]);
+    expect(first.code, first.stdout).toBe(0);
+    const id = JSON.parse(first.stdout).id as string;
+    const run = startCli(['invoke', '--replay', id, '--debug', ...dd]);
+    const again = await until(
+      () => /debug run (inv_\w+) \(py v1\) waits for a debugger at tcp:\/\/127\.0\.0\.1:\d+/.exec(run.out.stderr)?.[1],
+      'the replay’s attach hint',
+      40_000,
+    );
+    expect(again).not.toBe(id);
+    expect(run.out.stderr).toContain(`replaying ${id}`);
+    expect((await core.call('POST', `/v1/invocations/${again}/cancel`)).status).toBe(202);
+    expect(await run.done).toBe(1);
+    const rec = await core.call('GET', `/_emu/invocations/${again}`, undefined, { key: core.admin });
+    expect(rec.json.debug).toMatchObject({ protocol: 'dap', attached: false });
+  }, 60_000);
+});
+
 describe('the example workspace’s VS Code launch configurations', () => {
   it('name the ports the CLI tells people to use, the inspector URL the executor serves, and the bundle path of the sandbox', async () => {
     const text = await readFile(join(PROJECT_ROOT, 'fixtures', 'workspace', '.vscode', 'launch.json'), 'utf8');
