@@ -57,7 +57,10 @@ export async function runParity(opts: ParityOptions): Promise<ParityReport> {
     progress(
       `svc-emu parity: starting a reference emulator (egress profile production${opts.workspace ? `, workspace ${opts.workspace}` : ''})`,
     );
-    reference = await startReference(dataDir, opts, referenceLogs);
+    reference = await startReference(dataDir, opts, referenceLogs).catch((err: unknown) => {
+      const tail = referenceLogs.slice(-5).join('').trim();
+      throw new Error(`the reference emulator did not start: ${(err as Error).message}${tail ? `\n${tail}` : ''}`);
+    });
     const emulator = new Side('emulator', reference.url, reference.key, prefix, opts.signal, reference.admin);
     const ctx: ProbeContext = { receiver: () => (receiver ??= startReceiver()) };
     const probes = [...PROBES, ...(opts.workspace ? await workspaceProbes(opts.workspace) : [])];

@@ -165,6 +165,43 @@ describe('svc-emu parity', () => {
     expect(await snippetsOf(key)).toEqual([]);
   }, 180_000);
 
+  it('(2) against an emulator under the local egress profile: only the callback differs, and its delivery is signed (checked with the tenant secret)', async () => {
+    const local = await startTestCore(); // egress profile `local`: a loopback callback_url is accepted and delivered
+    try {
+      const run = await parity(['--against', local.url, '--key', local.key, '--allow-deploy', '--json']);
+      expect(run.code, run.stderr).toBe(1);
+      const r = report(run);
+      const differing = r.probes.filter((p) => p.status !== 'same');
+      expect(
+        differing.map((p) => p.name),
+        JSON.stringify(differing, null, 2),
+      ).toEqual(['callback.private-url']);
+      const cb = differing[0]!;
+      expect(cb.differences.map((d) => d.aspect)).toEqual([
+        'status',
+        'content-type',
+        'code',
+        'errors',
+        'delivery',
+        'header.content-type',
+        'header.webhook-id',
+        'header.webhook-timestamp',
+        'signature',
+        'body.shape',
+      ]);
+      expect(cb.emulator).toMatchObject({ status: '422', code: 'callback_url_refused' });
+      expect(cb.target).toMatchObject({
+        status: '202',
+        delivery: 'received',
+        'header.webhook-id': 'msg_…',
+        'header.webhook-timestamp': 'unix seconds, now',
+        signature: 'v1, valid',
+      });
+    } finally {
+      await local.stop();
+    }
+  }, 180_000);
+
   it('(3) without --allow-deploy nothing is written to the target, and every probe that needs it is listed as skipped', async () => {
     const key = await tenantKey('parity-nodeploy');
     await request(target.url, 'POST', '/v1/snippets', { name: 'theirs', runtime: 'bun' }, { key });
