@@ -165,6 +165,24 @@ describe('the runner', () => {
     });
   }
 
+  it('a breakpoint on a module-level line binds: the bundle loads only once the debugger is configured', async () => {
+    const r = await startDebugRunner(`LIMIT = 3
+SCALE = LIMIT * 7
+
+
+def handler(input):
+    return {"scale": SCALE}
+`);
+    const dap = await r.attach(2);
+    const stopped = await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+    const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 1 });
+    expect(stackFrames[0]).toMatchObject({ name: '<module>', line: 2 }); // stopped in the bundle's load
+    expect((await dap.locals(stackFrames[0].id)).LIMIT?.value).toBe('3');
+    await dap.request('continue', { threadId: stopped.body.threadId });
+    expect((await r.ready).t).toBe('ready');
+    await expect(r.invoke({})).resolves.toMatchObject({ kind: 'result', output: { scale: 21 } });
+  });
+
   it('a debugger that leaves without `disconnect` releases the run it stopped; one that attaches again stops it again', async () => {
     const r = await startDebugRunner(SNIPPETS.sync);
     let dap = await r.attach(BREAK_LINE.sync);
