@@ -67,3 +67,4 @@ export * from './schemas/agent';
 export * from './schemas/cassette';
 export * from './schemas/report';
 export * from './schemas/debug';
+export * from './schemas/parity';
