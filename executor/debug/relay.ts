@@ -33,6 +33,52 @@ export interface Relay extends DebugPort {
 
 export const RELAY_HOST = '127.0.0.1';
 
+/** Browser pages allowed to attach to a Bun inspector: Bun's own debugger (debug.bun.sh) only. */
+export const INSPECTOR_ORIGINS: readonly string[] = ['https://debug.bun.sh'];
+const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '[::1]']);
+/** How much of a connection's first bytes the gate reads before it must decide, and how long it waits for them. */
+const MAX_HEAD_BYTES = 16 * 1024;
+const GATE_TIMEOUT_MS = 30_000;
+
+/**
+ * Whether a connection's first bytes are a debugger's: `ok`, `more` (read on), or why not. Any web page the user
+ * opens can reach a loopback port, so the relay lets through only what a debugger sends:
+ * - inspector: an HTTP/1.1 GET (the WebSocket upgrade) whose Host is a loopback name (no DNS rebinding) and that
+ *   carries no Origin (VS Code's Bun extension, a CLI) or one of INSPECTOR_ORIGINS. A page of another origin
+ *   could otherwise open a WebSocket to the inspector and run code in the snippet's process (its secrets).
+ * - dap: a `Content-Length:` header first, as every DAP message starts; an HTTP request a page sends there (its
+ *   own Content-Length line and a body that parses as DAP) is cut before debugpy reads a byte of it.
+ * A refused connection never holds the run.
+ */
+export function gate(protocol: DebugSpec['protocol'], head: Buffer): 'ok' | 'more' | { refused: string } {
+  if (protocol === 'dap') {
+    const want = 'content-length:';
+    const got = head.subarray(0, want.length).toString('latin1').toLowerCase();
+    if (!want.startsWith(got)) return { refused: 'not a DAP message (it starts with a Content-Length header)' };
+    return got.length === want.length ? 'ok' : 'more';
+  }
+  const end = head.indexOf('\r\n\r\n');
+  if (end < 0) return 'more';
+  const [line, ...fields] = head.subarray(0, end).toString('latin1').split('\r\n');
+  if (!/^GET \S+ HTTP\/1\.1$/.test(line ?? '')) return { refused: 'not a WebSocket upgrade request' };
+  const headers = new Map<string, string>();
+  for (const f of fields) {
+    const i = f.indexOf(':');
+    if (i > 0) headers.set(f.slice(0, i).trim().toLowerCase(), f.slice(i + 1).trim());
+  }
+  const host = headers.get('host');
+  if (!host) return { refused: 'no Host header' };
+  const name = host.replace(/:\d+$/, '').toLowerCase();
+  if (!LOOPBACK_NAMES.has(name)) return { refused: `Host ${host} is not a loopback name: attach to ${RELAY_HOST}` };
+  const origin = headers.get('origin');
+  if (origin !== undefined && !INSPECTOR_ORIGINS.includes(origin)) {
+    return {
+      refused: `a page of ${origin} may not attach to the inspector (allowed: a debugger without an Origin, or ${INSPECTOR_ORIGINS.join(', ')})`,
+    };
+  }
+  return 'ok';
+}
+
 /** Listens on 127.0.0.1:(port ?? any); resolves once it listens (rejects when the port is taken). */
 export async function startRelay(o: RelayOptions): Promise<Relay> {
   const clients = new Set<net.Socket>();
@@ -49,24 +95,32 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
     if (now !== before) for (const l of [...heldListeners]) l(now);
   };
 
+  /** Connections still at the gate (not yet known to be a debugger): not counted as holding the run. */
+  const pending = new Set<net.Socket>();
+
   const server = net.createServer({ pauseOnConnect: true }, (client) => {
     if (closed) return void client.destroy();
-    const before = clients.size > 0;
-    clients.add(client);
-    attached = true;
     client.setNoDelay(true);
+    pending.add(client);
+    let head = Buffer.alloc(0);
     let upstream: net.Socket | null = null;
     let timer: NodeJS.Timeout | undefined;
     let gone = false;
+    let admitted = false;
+    // A connection that says nothing is not a debugger: it is cut (it would sit at the gate for ever).
+    const headTimer = setTimeout(() => end(), GATE_TIMEOUT_MS);
     const end = () => {
       if (gone) return;
       gone = true;
       clearTimeout(timer);
+      clearTimeout(headTimer);
       client.destroy();
+      pending.delete(client);
       if (upstream) {
         upstream.destroy();
         upstreams.delete(upstream);
       }
+      if (!admitted) return;
       const held = clients.size > 0;
       clients.delete(client);
       setHeld(held);
@@ -91,13 +145,39 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
         u.setNoDelay(true);
         u.on('error', end);
         u.on('close', end);
+        u.write(head);
         client.pipe(u);
         u.pipe(client);
         client.resume();
       });
     };
-    connect();
-    setHeld(before);
+    const onHead = (d: Buffer) => {
+      head = Buffer.concat([head, d]);
+      const verdict = gate(o.protocol, head);
+      if (verdict === 'more' && head.length <= MAX_HEAD_BYTES) return;
+      client.off('data', onHead);
+      client.pause();
+      clearTimeout(headTimer);
+      if (verdict !== 'ok') {
+        const why = verdict === 'more' ? 'the request head is too long' : verdict.refused;
+        if (o.protocol !== 'inspector') return end();
+        const body = `${why}\n`;
+        return void client.end(
+          `HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          () => end(),
+        );
+      }
+      // A debugger: it holds the run from now on.
+      pending.delete(client);
+      const before = clients.size > 0;
+      clients.add(client);
+      admitted = true;
+      attached = true;
+      setHeld(before);
+      connect();
+    };
+    client.on('data', onHead);
+    client.resume();
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -144,6 +224,7 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
         server.close(() => resolve());
         for (const u of upstreams) u.destroy();
         for (const c of clients) c.destroy();
+        for (const c of pending) c.destroy();
       }).then(() => {
         // Every client's close has run by now (the server's close waits for its connections).
         heldListeners.clear();

@@ -17,6 +17,7 @@ import { rm } from 'node:fs/promises';
 import { createExecutor } from '../../executor';
 import { PooledExecutor } from '../../executor/executor';
 import { LocalSandboxHost } from '../../executor/local-host';
+import { gate } from '../../executor/debug/relay';
 import { detectLimitBackend } from '../../executor/limits/detect';
 import { readRuntimeInfo } from '../../executor/runtime-info';
 import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
@@ -371,6 +372,37 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
     },
     30_000,
   );
+
+  it.skipIf(!installed)(
+    "a web page's WebSocket (another Origin, or a rebound Host) is refused and never holds the run",
+    async () => {
+      const evs = debugEvents();
+      const done = run(job(CODE, { n: 2 }, { timeout_ms: 5000, debug: { attachTimeoutMs: 30_000 } }), (e) => evs.push(e));
+      const { url } = await evs.next('waiting');
+      await expect(InspectorSession.connect(url, { Origin: 'http://evil.example' })).rejects.toThrow(/HTTP\/1\.1 403/);
+      await expect(InspectorSession.connect(url, { Host: `evil.example:${new URL(url).port}` })).rejects.toThrow(/HTTP\/1\.1 403/);
+      expect(evs.seen.map((e) => e.state)).toEqual(['waiting']);
+      // Bun's own debugger page is let through.
+      const s = await InspectorSession.connect(url, { Origin: 'https://debug.bun.sh' });
+      await evs.next('attached');
+      await s.call('Inspector.enable');
+      await s.call('Inspector.initialized');
+      const result = await done;
+      await s.close();
+      expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+      expect(result.output).toEqual({ label: 'n=4', doubled: 4 });
+    },
+    30_000,
+  );
+
+  it('the DAP gate lets only DAP framing through (an HTTP request a page sends is cut)', () => {
+    expect(gate('dap', Buffer.from('Content-Length: 120\r\n\r\n{'))).toBe('ok');
+    expect(gate('dap', Buffer.from('content-len'))).toBe('more');
+    expect(gate('dap', Buffer.from('POST / HTTP/1.1\r\nContent-Length: 40\r\n'))).toMatchObject({ refused: expect.any(String) });
+    expect(gate('inspector', Buffer.from('GET / HTTP/1.1\r\nHost: localhost:9229\r\n'))).toBe('more');
+    expect(gate('inspector', Buffer.from('GET / HTTP/1.1\r\nHost: [::1]:9229\r\nUpgrade: websocket\r\n\r\n'))).toBe('ok');
+    expect(gate('inspector', Buffer.from('POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'))).toMatchObject({ refused: expect.any(String) });
+  });
 
   it.skipIf(!installed)(
     'the same wait without a debugger times out',

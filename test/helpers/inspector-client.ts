@@ -20,7 +20,7 @@ export class MiniWebSocket {
   }
 
   /** Connects to ws://HOST:PORT/PATH and completes the handshake. */
-  static async connect(url: string, timeoutMs = 5000): Promise<MiniWebSocket> {
+  static async connect(url: string, timeoutMs = 5000, headers: Record<string, string> = {}): Promise<MiniWebSocket> {
     const u = new URL(url);
     const sock = net.connect(Number(u.port), u.hostname);
     const key = randomBytes(16).toString('base64');
@@ -57,8 +57,13 @@ export class MiniWebSocket {
       sock.once('close', onClose);
       sock.once('connect', () =>
         sock.write(
-          `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-            `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+          `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${headers.Host ?? u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+            `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n` +
+            Object.entries(headers)
+              .filter(([k]) => k !== 'Host')
+              .map(([k, v]) => `${k}: ${v}\r\n`)
+              .join('') +
+            '\r\n',
         ),
       );
     });
@@ -175,8 +180,9 @@ export class InspectorSession {
     });
   }
 
-  static async connect(url: string): Promise<InspectorSession> {
-    return new InspectorSession(await MiniWebSocket.connect(url));
+  /** `headers`: more request headers (Origin, or a Host of its own), as a browser would send them. */
+  static async connect(url: string, headers: Record<string, string> = {}): Promise<InspectorSession> {
+    return new InspectorSession(await MiniWebSocket.connect(url, 5000, headers));
   }
 
   call<T = any>(method: string, params: Record<string, unknown> = {}, timeoutMs = 10_000): Promise<T> {
