@@ -1384,6 +1384,15 @@ describe('egress modes and cassettes (the HTTP surface; behaviour in test/server
   });
 });
 
+describe('debug sessions (the HTTP surface; behaviour in test/api/debug.test.ts)', () => {
+  it('GET /_emu/debug/sessions lists none when no debug run is in progress; admin only', async () => {
+    const list = await core.call('GET', '/_emu/debug/sessions', undefined, { key: core.admin });
+    expect(list.status, list.text).toBe(200);
+    expect(list.json).toEqual({ data: [] });
+    expectProblem(await core.call('GET', '/_emu/debug/sessions', undefined, { key: null }), 401, 'unauthenticated');
+  });
+});
+
 describe('terminals (the HTTP surface; behaviour in test/server/terminal.test.ts)', () => {
   const admin = () => ({ key: core.admin });
   it('opens a shell, resizes it, types `exit`, reads its output, lists and deletes it', async () => {
