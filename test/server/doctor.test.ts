@@ -102,6 +102,10 @@ describe('runDoctor on this host', () => {
       expect(report.sandbox.seccomp_denies).toContain('mount');
     }
     if (!('error' in report.runtime)) expect(report.runtime.mismatches).toEqual([]);
+    // debugpy (Python debug runs) is the emulator's own, installed as the manifest pins it, and no mismatch either way.
+    if (!('error' in report.runtime))
+      expect(report.runtime.debugger).toMatchObject({ debugpy: { expected: expect.any(String), emulator_only: true } });
+    if (!('error' in report.runtime)) expect(report.runtime.debugger.debugpy.installed).toBe(report.runtime.debugger.debugpy.expected);
     expect(report.node).toBe(process.version);
     expect(report.platform).toBe(process.platform);
     expect(report.arch).toBe(process.arch);
