@@ -438,6 +438,28 @@ export const PROBES: Probe[] = [
       obs.set('result.shape', shapeOf(of('result')[0], { maxDepth: 2 }));
     },
   },
+  {
+    name: 'invoke.idempotency',
+    group: 'modes',
+    description: 'the same Idempotency-Key twice → the same invocation, not a second run; the key on another snippet → refused',
+    needs: 'deploy',
+    async run(side, obs) {
+      const s = await useFixture(side, obs, 'echo');
+      if (!s) return;
+      const other = await useFixture(side, obs, 'versions');
+      if (!other) return;
+      const headers = { 'idempotency-key': `svc-parity-${rand()}` };
+      const first = await side.send('POST', invoke(s), { body: { n: 1 }, headers });
+      const again = await side.send('POST', invoke(s), { body: { n: 1 }, headers });
+      answer(obs, first, 'first.');
+      answer(obs, again, 'repeat.');
+      const id = (r: Reply) => r.headers.get('x-invocation-id');
+      obs.set('repeat.same-invocation', id(first) && id(first) === id(again) ? 'yes' : 'no');
+      obs.set('repeat.same-body', first.text === again.text ? 'yes' : 'no');
+      obs.set('repeat.header.idempotent-replayed', again.headers.get('idempotent-replayed') ?? '(absent)');
+      problem(obs, await side.send('POST', invoke(other), { body: { n: 1 }, headers }), 'other-snippet.');
+    },
+  },
   // ---- outcomes ----------------------------------------------------------------------------------------------------
   {
     name: 'outcome.handler-error',

@@ -123,6 +123,12 @@ describe('svc-emu parity', () => {
       'header.location': '/v1/invocations/{id}',
       'record.outcome': '"success"',
     });
+    expect(probe('invoke.idempotency').target).toMatchObject({
+      'repeat.same-invocation': 'yes',
+      'repeat.same-body': 'yes',
+      'repeat.header.idempotent-replayed': 'true',
+      'other-snippet.code': 'idempotency_key_reused',
+    });
     expect(probe('limits.above-cap').target).toMatchObject({
       code: 'limit_exceeds_tenant_cap',
       field: '"max_memory_mb"',
