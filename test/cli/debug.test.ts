@@ -146,6 +146,19 @@ describe('invoke --debug', () => {
   }, 90_000);
 });
 
+describe('invoke --debug --async', () => {
+  it('prints the 202, says where to attach when a worker starts it, and waits until it has finished', async () => {
+    const run = startCli(['invoke', 'py', '--debug', '--async', ...dd]);
+    const id = await until(() => /debug run (inv_\w+) \(py v1\) waits for a debugger/.exec(run.out.stderr)?.[1], 'the attach hint', 40_000);
+    expect(JSON.parse(run.out.stdout)).toMatchObject({ invocation_id: id, status: 'queued' });
+    await until(() => run.out.stderr.includes(`waiting for ${id} to finish`), 'the waiting line');
+    expect((await core.call('POST', `/v1/invocations/${id}/cancel`)).status).toBe(202);
+    expect(await run.done).toBe(0); // the 202 was the answer; the run's outcome is on its record
+    const rec = await core.call('GET', `/v1/invocations/${id}`);
+    expect(rec.json.outcome).toBe('cancelled');
+  }, 60_000);
+});
+
 describe('invoke --replay ID --debug', () => {
   it('runs an invocation again as a debug run', async () => {
     const first = await runCli(['invoke', 'py', '--json', ...dd]);
