@@ -70,6 +70,8 @@ export class PooledExecutor implements Executor {
     string,
     { tenantId: string; snippetId: string; version: number; retired: boolean; done: Promise<void> }
   >();
+  /** Debug runs under way: close() ends those still waiting for a debugger (their sandbox is not busy yet). */
+  private readonly debugRuns = new Set<DebugRun>();
   private created = 0;
   private reused = 0;
   private closed = false;
@@ -234,10 +236,12 @@ export class PooledExecutor implements Executor {
     if (!job.debug) return this.runOnce(job, events, signal, null);
     // A debug run (executor/debug/run.ts): its session lives exactly as long as the run.
     const debug = new DebugRun(job.runtime, job.debug, events, signal);
+    this.debugRuns.add(debug);
     try {
       const result = await this.runOnce(job, events, signal, debug);
       return { ...result, debug: debug.summary() };
     } finally {
+      this.debugRuns.delete(debug);
       debug.stop();
     }
   }
@@ -508,6 +512,7 @@ export class PooledExecutor implements Executor {
     this.closed = true;
     this.opts.onClose?.();
     clearInterval(this.sweeper);
+    for (const d of this.debugRuns) d.cancel();
     const all = [...this.idle.map((e) => e.sandbox), ...this.busy.keys()];
     this.idle.length = 0;
     await Promise.all(all.map((s) => s.destroy().catch(() => {})));

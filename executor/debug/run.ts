@@ -16,7 +16,8 @@ export class DebugRun {
   private meter: HoldMeter | null = null;
   private attached = false;
   private stopped = false;
-  private readonly onAbort = () => void this.port?.close();
+  private cancelled = false;
+  private readonly onAbort = () => this.cancel();
 
   constructor(
     runtime: Runtime,
@@ -46,9 +47,18 @@ export class DebugRun {
         this.emit('waiting');
         if (port.held) this.emit('attached');
         // Cancelled before the relay listened: end it now (the sandbox's start sees the relay closed).
-        if (this.signal?.aborted) void port.close();
+        if (this.signal?.aborted || this.cancelled) void port.close();
       },
     };
+  }
+
+  /**
+   * Ends a run still waiting for its debugger (a cancel, the executor closing): the relay closes, and the sandbox's
+   * start ends at once (executor/debug/wait.ts). A run under way is ended by its own abort, not by this.
+   */
+  cancel(): void {
+    this.cancelled = true;
+    void this.port?.close();
   }
 
   /** ms a debugger has held the run so far. */

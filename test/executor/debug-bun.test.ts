@@ -51,6 +51,14 @@ const BUSY = `export default async function handler(input: { ms: number }) {
 }
 `;
 
+/** Holds `mb` MB (touched, so resident). */
+const HOG = `export default async function handler(input: { mb: number }) {
+  const held: Uint8Array[] = [];
+  for (let i = 0; i < input.mb; i++) held.push(new Uint8Array(1024 * 1024).fill(1));
+  return { held: held.length };
+}
+`;
+
 let executor: Executor;
 let workDir: string;
 let seq = 0;
@@ -187,9 +195,9 @@ function cpuQuotaOf(invocationId: string): string | null {
 
 /**
  * Attaches to a waiting debug run as a source-map-aware debugger and stops on TypeScript line BREAK_LINE of CODE
- * (run with input n=21): checks the mapping both ways and the local `doubled` (42). Returns the session and frame.
+ * (run with input `n`): checks the mapping both ways and the local `doubled` (2n). Returns the session and frame.
  */
-async function breakOnLine(waiting: DebugEvent, evs: ReturnType<typeof debugEvents>): Promise<{ s: InspectorSession; top: any }> {
+async function breakOnLine(waiting: DebugEvent, evs: ReturnType<typeof debugEvents>, n = 21): Promise<{ s: InspectorSession; top: any }> {
   const s = await InspectorSession.connect(waiting.url);
   await evs.next('attached');
   await s.call('Inspector.enable');
@@ -225,7 +233,7 @@ async function breakOnLine(waiting: DebugEvent, evs: ReturnType<typeof debugEven
   expect(map.original(top.location.lineNumber, top.location.columnNumber)?.line).toBe(BREAK_LINE - 1);
   expect(top.functionName).toBe('handler');
   const local = await s.call('Debugger.evaluateOnCallFrame', { callFrameId: top.callFrameId, expression: 'doubled' });
-  expect(local.result).toMatchObject({ type: 'number', value: 42 });
+  expect(local.result).toMatchObject({ type: 'number', value: n * 2 });
   return { s, top };
 }
 
@@ -391,6 +399,62 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
       await s.close();
       expect(result.outcome, JSON.stringify(result.error)).toBe('success');
       expect(result.output).toEqual({ label: 'n=4', doubled: 4 });
+    },
+    30_000,
+  );
+
+  it.skipIf(!installed)(
+    'memory is enforced as for any run: over max_memory_mb it is oom_killed',
+    async (ctx) => {
+      if (executor.info.backend === 'none') ctx.skip('no memory limit on the none limit backend');
+      const evs = debugEvents();
+      const j = job(HOG, { mb: 400 }, { timeout_ms: 20_000, debug: { attachTimeoutMs: 30_000 } });
+      j.limits.max_memory_mb = 128;
+      const done = run(j, (e) => evs.push(e));
+      const s = await InspectorSession.connect((await evs.next('waiting')).url);
+      await s.call('Inspector.enable');
+      await s.call('Inspector.initialized');
+      const result = await done;
+      await s.close();
+      expect(result.outcome, JSON.stringify(result.error)).toBe('oom_killed');
+      expect(result.debug).toMatchObject({ protocol: 'inspector', attached: true });
+    },
+    60_000,
+  );
+
+  it.skipIf(!installed)(
+    'a debugger that drops while the run is paused lets it go on, on the time it had left',
+    async () => {
+      const evs = debugEvents();
+      const j = job(CODE, { n: 5 }, { timeout_ms: 5000, debug: { attachTimeoutMs: 30_000 } });
+      const done = run(j, (e) => evs.push(e));
+      const { s } = await breakOnLine(await evs.next('waiting'), evs, 5);
+      await s.ws.close(); // paused at the breakpoint, the debugger goes away without a word
+      const result = await done;
+      expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+      expect(result.output).toEqual({ label: 'n=10', doubled: 10 });
+      expect(evs.seen.map((e) => e.state)).toEqual(['waiting', 'attached', 'detached']);
+    },
+    30_000,
+  );
+
+  it.skipIf(!installed)(
+    'closing the executor ends a run that waits for its debugger',
+    async () => {
+      const dir = await tempDir('svc-emu-debug-close-');
+      const { executor: own } = await createExecutor({ projectRoot: PROJECT_ROOT, workDir: dir, spares: 'none' });
+      try {
+        const evs = debugEvents();
+        const done = run(job(CODE, { n: 1 }, { debug: { attachTimeoutMs: 60_000 } }), (e) => evs.push(e), undefined, own);
+        const waiting = await evs.next('waiting');
+        await own.close();
+        const result = await done;
+        expect(result.outcome).toBe('cancelled');
+        expect(await accepts(waiting.port)).toBe(false);
+      } finally {
+        await own.close();
+        await rm(dir, { recursive: true, force: true });
+      }
     },
     30_000,
   );
