@@ -53,7 +53,7 @@ export class Side {
   }
 
   /** The admin-token request the reference answers (its workspace loader's status). */
-  async admin_(path: string): Promise<Reply> {
+  async adminGet(path: string): Promise<Reply> {
     return this.send('GET', path, { credential: this.admin });
   }
 

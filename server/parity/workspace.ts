@@ -57,7 +57,7 @@ interface FolderView {
 async function loadedOnReference(side: Side, obs: Observation, name: string): Promise<string | null> {
   const deadline = Date.now() + LOADER_DEADLINE_MS;
   for (;;) {
-    const r = await side.admin_('/_emu/workspace');
+    const r = await side.adminGet('/_emu/workspace');
     const folder = ((r.body as { folders?: FolderView[] } | undefined)?.folders ?? []).find((f) => f.snippet === name);
     if (folder && folder.state !== 'loading') {
       if (folder.error) obs.note(`emulator: snippets/${name}: ${folder.error.message}`);
