@@ -8,7 +8,9 @@
 import { afterAll, beforeAll, describe, expect, it, vi, type TestContext } from 'vitest';
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
+import net from 'node:net';
 import type { Sandbox, SandboxHost, SandboxSpec } from '../../executor/sandbox-host';
+import type { DebugPort } from '../../executor/debug/types';
 import type { Runtime } from '../../executor/types';
 import { alive } from './processes';
 
@@ -273,6 +275,54 @@ export function sandboxHostConformance(
         expect(Number.isInteger(swept.groups) && swept.groups >= 0).toBe(true);
         expect(Number.isInteger(swept.files) && swept.files >= 0).toBe(true);
       });
+
+    it('a debug sandbox: its relay listens on loopback before the runner is ready, a debugger’s connection holds it and leaving releases it, and close() while it waits for a debugger ends the create (debug_closed) and the port', async (ctx) => {
+      need(ctx);
+      let told!: (p: DebugPort) => void;
+      const listening = new Promise<DebugPort>((r) => (told = r));
+      const created = run.host.create({
+        id: `conf_${process.pid}_${++seq}`,
+        runtime: 'bun',
+        ...(await bundle('bun')),
+        memoryMb: 128,
+        pidsMax: 64,
+        tmpSizeMb: 16,
+        cpuPercent: null,
+        debug: { protocol: 'inspector', attachTimeoutMs: 30_000, onListening: (p) => told(p) },
+      });
+      created.then(
+        (sb) => sandboxes.push(sb),
+        () => {},
+      ); // judged below (a sandbox made anyway is destroyed after)
+      const port = await listening;
+      expect(port).toMatchObject({ protocol: 'inspector', host: '127.0.0.1', url: `ws://127.0.0.1:${port.port}/`, held: false });
+      expect(port.remoteRoot).toMatch(/^\//);
+      const changes: boolean[] = [];
+      const off = port.onHeldChange((held) => changes.push(held));
+      // A debugger's first bytes (a WebSocket upgrade to the inspector, as a debugger on the machine sends it) hold
+      // it; it sends nothing more (so the runner never starts) and leaves.
+      const client = net.connect(port.port, '127.0.0.1');
+      await new Promise<void>((resolve, reject) => client.once('connect', resolve).once('error', reject));
+      client.on('error', () => {});
+      client.write(
+        `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+          `Sec-WebSocket-Key: ${Buffer.from('conformance-key!').toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
+      await vi.waitFor(() => expect(changes).toEqual([true]), { timeout: 5000, interval: 10 });
+      expect(port.held).toBe(true);
+      client.destroy();
+      await vi.waitFor(() => expect(changes).toEqual([true, false]), { timeout: 5000, interval: 10 });
+      expect(port.held).toBe(false);
+      off();
+      await port.close();
+      await expect(created).rejects.toMatchObject({ code: 'debug_closed' });
+      const refused = await new Promise<boolean>((resolve) => {
+        const s = net.connect(port.port, '127.0.0.1');
+        s.once('connect', () => (s.destroy(), resolve(false)));
+        s.once('error', () => resolve(true));
+      });
+      expect(refused, 'the port is closed').toBe(true);
+    });
 
     it('create refuses a bundle it does not have', async (ctx) => {
       need(ctx);

@@ -197,7 +197,9 @@ describe.skipIf(!installed)('debug runs behind the agent (a shell transport stan
     while (performance.now() - heldSince < 1500) await new Promise((r) => setTimeout(r, 100));
     expect(finished, 'the run ended while the debugger held it').toBe(false);
 
-    await s.call('Debugger.resume');
+    // The run ends as soon as the handler returns, and the relay cuts the debugger off with it: the resume's answer
+    // may never come.
+    void s.call('Debugger.resume').catch(() => {});
     const result = await done;
     expect(result.outcome, JSON.stringify(result.error)).toBe('success');
     expect(result.output).toEqual({ label: 'n=42', doubled: 42 });
@@ -246,7 +248,7 @@ describe.skipIf(!installed)('debug runs behind the agent (a shell transport stan
     ac.abort();
     const result = await done;
     expect(result.outcome).toBe('cancelled');
-    expect(await accepts(waiting.port)).toBe(false);
+    expect(await accepts(waiting.port), JSON.stringify({ result, events: evs.seen })).toBe(false);
   }, 30_000);
 
   it('a debug run nobody attaches to ends cancelled once attachTimeoutMs passes (bounded by the agent, not a timeout of the core)', async () => {
@@ -309,7 +311,8 @@ describe.skipIf(!installed)('a debug run over the API with the core behind the a
     await sessionOf(requestId, 'attached');
     await s.call('Inspector.enable');
     await s.call('Runtime.enable');
-    await s.call('Inspector.initialized'); // lets --inspect-wait run the runner
+    // Lets --inspect-wait run the runner: the run may end, and cut the debugger off, before the answer comes.
+    void s.call('Inspector.initialized').catch(() => {});
     const res = await run;
     expect(res.status, res.text).toBe(200);
     expect(res.json).toEqual({ label: 'n=42', doubled: 42 });
