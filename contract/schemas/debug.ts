@@ -5,7 +5,7 @@ import { z } from 'zod';
  * GUI's Debug button. The run starts in a fresh sandbox with the runtime's debugger listening on loopback:
  * Bun's inspector (`inspector`: WebKit Inspector Protocol over a WebSocket, the protocol VS Code's Bun extension
  * and debug.bun.sh speak; CDP-shaped for Debugger/Runtime) or debugpy (`dap`: the Debug Adapter Protocol over
- * TCP). While a debugger is attached the timeout clock is paused and the CPU cap is lifted; the memory limit
+ * TCP). While a debugger is attached the timeout clock is paused; a debug run has no CPU cap; the memory limit
  * still applies. The record carries `debug` and a parity warning naming what was relaxed.
  */
 

@@ -129,7 +129,7 @@ export const InvokeHeaders = z.object({
   }),
   'x-emu-debug': z.string().regex(DEBUG_HEADER_RE, 'must be 1 (any free port) or port=N (1024–65535)').optional().meta({
     description:
-      'Emulator only: a debug run — a fresh sandbox with the runtime’s debugger listening on loopback (Bun inspector or debugpy); see `GET /_emu/debug/sessions` and the `debug.session` event for where to attach. While a debugger is attached the timeout clock is paused and the CPU cap lifted; memory stays enforced. Needs `X-Emu-Admin` (else 403 `forbidden`).',
+      'Emulator only: a debug run — a fresh sandbox with the runtime’s debugger listening on loopback (Bun inspector or debugpy); see `GET /_emu/debug/sessions` and the `debug.session` event for where to attach. While a debugger is attached the timeout clock is paused; a debug run has no CPU cap; memory stays enforced. Needs `X-Emu-Admin` (else 403 `forbidden`).',
   }),
   'x-emu-admin': z.string().optional().meta({
     description: 'Emulator only: the admin token, which `X-Emu-Limits`, `X-Emu-Egress-Mode`, `X-Emu-Cassette` and `X-Emu-Debug` need.',

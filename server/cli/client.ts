@@ -56,7 +56,7 @@ export const CLIENT_USAGE = `  svc-emu invoke NAME [--data JSON] [--env E] [--ve
                                  (this run's outbound calls: go out, recorded to the cassette, or replayed from it)
                  [--debug [--debug-port N]]
                                  (a debug run: prints where to attach a debugger — Bun inspector or debugpy, on loopback —
-                                  as soon as it listens; the timeout is paused and the CPU cap lifted while one holds it)
+                                  as soon as it listens; the timeout is paused while one holds it; no CPU cap)
   svc-emu invoke --replay ID [--data JSON] [--mode sync|async|stream]
                                  (runs an invocation again: its snippet, version, env, mode, overrides and stored input)
   svc-emu deploy NAME --version V --env E

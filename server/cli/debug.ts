@@ -60,7 +60,7 @@ export function attachHint(s: DebugSession): string {
       `  path mapping: local snippets/${s.snippet} → remote ${s.remote_root}`,
     );
   }
-  lines.push('  while a debugger holds the run its timeout clock is paused and its CPU cap lifted; memory stays enforced');
+  lines.push('  while a debugger holds the run its timeout clock is paused; a debug run has no CPU cap; memory stays enforced');
   return lines.join('\n');
 }
 
@@ -69,7 +69,7 @@ function sessionLine(s: DebugSession): string | null {
     case 'waiting':
       return attachHint(s);
     case 'attached':
-      return `debugger attached to ${s.invocation_id}: the run is held (timeout clock paused, CPU cap lifted)`;
+      return `debugger attached to ${s.invocation_id}: the run is held (timeout clock paused)`;
     case 'detached':
       return `debugger detached from ${s.invocation_id} after holding it ${s.held_ms} ms: the run goes on under its limits`;
     case 'ended':

@@ -37,7 +37,7 @@ const ms = (n: number) => `${n.toLocaleString('en-US')} ms`;
  */
 export function debugParityWarning(debug: InvocationDebug, limits: RunLimits): string {
   if (!debug.attached) {
-    return `debug run: no debugger attached, so nothing was relaxed (timeout_ms ${ms(limits.timeout_ms)} and the CPU cap (${limits.max_cpu_percent}%) applied); memory enforced`;
+    return `debug run: no debugger attached, so the snippet never ran (a debug runner waits for one before it loads the code); memory enforced (${limits.max_memory_mb} MB)`;
   }
-  return `debug run: timeout_ms paused for ${ms(debug.held_ms)} while a debugger held it, CPU cap (${limits.max_cpu_percent}%) lifted while held; memory enforced (${limits.max_memory_mb} MB)`;
+  return `debug run: timeout_ms paused for ${ms(debug.held_ms)} while a debugger held it, CPU cap (${limits.max_cpu_percent}%) lifted for the whole run; memory enforced (${limits.max_memory_mb} MB)`;
 }

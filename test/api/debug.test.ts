@@ -175,7 +175,7 @@ describe('a Bun debug run', () => {
     expect(rec.debug.held_ms).toBeGreaterThanOrEqual(0);
     const warning = rec.parity_warnings.find((w: string) => w.startsWith('debug run:'));
     expect(warning).toMatch(
-      /^debug run: timeout_ms paused for [\d,]+ ms while a debugger held it, CPU cap \(10%\) lifted while held; memory enforced/,
+      /^debug run: timeout_ms paused for [\d,]+ ms while a debugger held it, CPU cap \(10%\) lifted for the whole run; memory enforced/,
     );
     // The /v1 record says it too (parity warnings are part of production's shape; `debug` is the emulator's).
     const v1 = await core.call('GET', `/v1/invocations/${id}`);

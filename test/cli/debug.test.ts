@@ -96,7 +96,7 @@ describe('invoke --debug', () => {
     expect(run.out.stderr).toContain(`open https://debug.bun.sh/#127.0.0.1:${port}/`);
     expect(run.out.stderr).toContain(`'svc-emu: attach Bun'`);
     expect(run.out.stderr).toContain(`--debug-port ${VSCODE_DEBUG_PORTS.bun}`);
-    expect(run.out.stderr).toContain('timeout clock is paused and its CPU cap lifted; memory stays enforced');
+    expect(run.out.stderr).toContain('timeout clock is paused; a debug run has no CPU cap; memory stays enforced');
 
     const ws = await InspectorSession.connect(url);
     await ws.call('Inspector.enable');

@@ -103,9 +103,11 @@ describe('runDoctor on this host', () => {
     }
     if (!('error' in report.runtime)) expect(report.runtime.mismatches).toEqual([]);
     // debugpy (Python debug runs) is the emulator's own, installed as the manifest pins it, and no mismatch either way.
-    if (!('error' in report.runtime))
-      expect(report.runtime.debugger).toMatchObject({ debugpy: { expected: expect.any(String), emulator_only: true } });
-    if (!('error' in report.runtime)) expect(report.runtime.debugger.debugpy.installed).toBe(report.runtime.debugger.debugpy.expected);
+    if (!('error' in report.runtime)) {
+      const dbg = report.runtime.debugger as { debugpy: { installed: string | null; expected: string | null } };
+      expect(dbg).toMatchObject({ debugpy: { expected: expect.any(String), emulator_only: true } });
+      expect(dbg.debugpy.installed).toBe(dbg.debugpy.expected);
+    }
     expect(report.node).toBe(process.version);
     expect(report.platform).toBe(process.platform);
     expect(report.arch).toBe(process.arch);

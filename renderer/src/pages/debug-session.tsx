@@ -109,7 +109,7 @@ export function DebugSessionPanel({ requestId, snippet, running }: { requestId: 
         </dl>
       )}
       <p className="muted dbg-note" data-testid="debug-note">
-        While a debugger holds the run its timeout is paused and its CPU cap lifted; memory stays enforced. The record says what was
+        While a debugger holds the run its timeout is paused; a debug run has no CPU cap; memory stays enforced. The record says what was
         relaxed. The debugger listens on loopback only and closes when the run ends.
       </p>
     </section>

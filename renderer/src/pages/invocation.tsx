@@ -174,7 +174,7 @@ export function InvocationPage({ params }: { params: string[] }) {
           <span
             className="inv-chip inv-debug"
             data-testid="debug-badge"
-            title={`Started with X-Emu-Debug (${inv.debug.protocol}): ${inv.debug.attached ? `a debugger held it ${Math.round(inv.debug.held_ms).toLocaleString()} ms, timeout paused and CPU cap lifted meanwhile` : 'no debugger attached'}; memory enforced`}
+            title={`Started with X-Emu-Debug (${inv.debug.protocol}): ${inv.debug.attached ? `a debugger held it ${Math.round(inv.debug.held_ms).toLocaleString()} ms, timeout paused meanwhile, no CPU cap` : 'no debugger attached'}; memory enforced`}
           >
             debug run
           </span>
