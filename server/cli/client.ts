@@ -1,5 +1,6 @@
 import { dataDirPaths, liveOwner } from '../storage/data-dir';
 import { NAME_RE } from '../../contract/schemas/common';
+import { patientFetch } from './patient-fetch';
 import {
   createClient,
   ProblemError,
@@ -375,7 +376,7 @@ async function connect(target: Target): Promise<Connection> {
 }
 
 async function connectTo(url: string, adminToken: string, where: string): Promise<Connection> {
-  const admin = createClient({ baseUrl: url, adminToken });
+  const admin = createClient({ baseUrl: url, adminToken, fetch: patientFetch });
   const info = await connection(url, admin).send(ops.emuInfo, {});
   if (info.status !== 200) throw problemFailure(info, `reading the local key from ${url}/_emu/info`);
   const body = info.body as { local_api_key?: string | null; tenants?: { id: string; name: string }[] } | undefined;
@@ -387,7 +388,7 @@ async function connectTo(url: string, adminToken: string, where: string): Promis
     );
   }
   const tenantId = body?.tenants?.find((t) => t.name === 'local')?.id ?? null;
-  return connection(url, createClient({ baseUrl: url, key }), admin, tenantId);
+  return connection(url, createClient({ baseUrl: url, key, fetch: patientFetch }), admin, tenantId);
 }
 
 /** A problem+json answer (or anything not 2xx) as a failure naming its code and detail. */

@@ -22,6 +22,7 @@ import { detectLimitBackend } from '../../executor/limits/detect';
 import { readRuntimeInfo } from '../../executor/runtime-info';
 import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
+import CDP from 'chrome-remote-interface';
 import { InlineSourceMap, InspectorSession } from '../helpers/inspector-client';
 import { loudSkip } from './_helpers';
 
@@ -42,6 +43,14 @@ export default async function handler(input: Input): Promise<Out> {
 `;
 /** 1-based line of `const label = …` (the breakpoint's line). */
 const BREAK_LINE = 9;
+
+/** Stops itself at a `debugger;` statement with a local in scope (no type-only lines: no mapping needed). */
+const CODE_DEBUGGER = `export default async function handler(input: { n: number }) {
+  const doubled = input.n * 2;
+  debugger;
+  return { doubled };
+}
+`;
 
 /** Busy for `ms` (the handler's own wait, no debugger): a run that outlasts its timeout_ms. */
 const BUSY = `export default async function handler(input: { ms: number }) {
@@ -293,6 +302,42 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
   );
 
   it.skipIf(!installed)(
+    'a stock Chrome DevTools Protocol client (chrome-remote-interface) stops at a breakpoint and reads a local',
+    async () => {
+      const evs = debugEvents();
+      const j = job(CODE_DEBUGGER, { n: 4 }, { debug: { attachTimeoutMs: 30_000 } });
+      const done = run(j, (e) => evs.push(e));
+      const waiting = await evs.next('waiting');
+      // `local`: the protocol's description from the package, no HTTP discovery (the relay serves only the WebSocket).
+      const client = (await CDP({ target: waiting.url, local: true })) as unknown as {
+        send(method: string, params?: object): Promise<any>;
+        on(event: string, listener: (params: any) => void): void;
+        close(): Promise<void>;
+      };
+      try {
+        const paused = new Promise<any>((resolve) => client.on('Debugger.paused', resolve));
+        await client.send('Debugger.enable');
+        await client.send('Debugger.setBreakpointsActive', { active: true });
+        // WebKit's inspector (Bun's) pauses on `debugger;` only when asked, and runs a waiting program on `Inspector.initialized`.
+        await client.send('Debugger.setPauseOnDebuggerStatements', { enabled: true });
+        await client.send('Inspector.initialized');
+        const { callFrames } = await paused;
+        expect(callFrames[0].functionName).toBe('handler');
+        const local = await client.send('Debugger.evaluateOnCallFrame', { callFrameId: callFrames[0].callFrameId, expression: 'doubled' });
+        expect(local.result).toMatchObject({ type: 'number', value: 8 });
+        // The run ends as soon as the handler returns and the relay cuts the debugger with it: the answer may not come.
+        void client.send('Debugger.resume').catch(() => {});
+        const result = await done;
+        expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+        expect(result.output).toEqual({ doubled: 8 });
+      } finally {
+        await client.close().catch(() => {});
+      }
+    },
+    60_000,
+  );
+
+  it.skipIf(!installed)(
     'a run nobody attaches to is cancelled at its attach timeout, and its port closes',
     async () => {
       const evs = debugEvents();
@@ -429,7 +474,7 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
       const j = job(CODE, { n: 5 }, { timeout_ms: 5000, debug: { attachTimeoutMs: 30_000 } });
       const done = run(j, (e) => evs.push(e));
       const { s } = await breakOnLine(await evs.next('waiting'), evs, 5);
-      await s.ws.close(); // paused at the breakpoint, the debugger goes away without a word
+      await s.drop(); // paused at the breakpoint, the debugger goes away without a word
       const result = await done;
       expect(result.outcome, JSON.stringify(result.error)).toBe('success');
       expect(result.output).toEqual({ label: 'n=10', doubled: 10 });

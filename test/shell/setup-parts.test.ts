@@ -46,6 +46,7 @@ describe('scripts/setup parts', () => {
       'deps',
       'bun-runtime',
       'python-runtime',
+      'python-debugger', // into the Python runtime's folder, before the lock records it
       'bubblewrap',
       'runtime-lock',
       'runner-bytecode',
