@@ -5,7 +5,8 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { operations as ops } from '../../contract';
 import { ProblemError, type RawReply } from '../../contract/client';
-import { InboxParams } from '../../contract/schemas/inbox';
+import { InboxDelivery, InboxParams } from '../../contract/schemas/inbox';
+import { EgressEntry } from '../../contract/schemas/egress';
 import { INVOCATION_STATUSES, InvokeHeaders, InvokeParams, LimitOverrides, OUTCOMES } from '../../contract/schemas/invocations';
 import { REPORT_MAX_INVOCATIONS } from '../../contract/schemas/report';
 import { CreateSnippet, CreateVersion, VERSION_MAX } from '../../contract/schemas/snippets';
@@ -601,25 +602,8 @@ const invoke = tool({
 
 // ---- get_invocation -----------------------------------------------------------------------------------
 
-interface EgressRow {
-  id: number;
-  at: string;
-  source: string;
-  tenant: string | null;
-  invocation_id: string | null;
-  integration: string | null;
-  method: string;
-  host: string;
-  port: number;
-  path: string | null;
-  status: number | null;
-  bytes_out: number;
-  bytes_in: number;
-  duration_ms: number;
-  fault: string | null;
-  refused: string | null;
-  error: string | null;
-}
+/** One outbound call (contract/schemas/egress.ts). */
+type EgressRow = z.infer<typeof EgressEntry>;
 
 const failedCall = (e: EgressRow) => Boolean(e.error || e.refused || e.fault || (e.status !== null && e.status >= 400));
 
@@ -785,18 +769,8 @@ const listInvocations = tool({
 
 // ---- read_inbox ---------------------------------------------------------------------------------------
 
-interface Delivery {
-  id: string;
-  received_at: string;
-  method: string;
-  query: string;
-  headers: Record<string, string>;
-  body: string;
-  body_truncated: boolean;
-  json: unknown;
-  signature: { verified: boolean; tenant: string | null; timestamp_ok: boolean; reason: string | null };
-  answered: number;
-}
+/** One delivery the inbox received (contract/schemas/inbox.ts). */
+type Delivery = z.infer<typeof InboxDelivery>;
 
 const readInbox = tool({
   name: 'read_inbox',

@@ -23,6 +23,7 @@ import { readRuntimeInfo } from '../../executor/runtime-info';
 import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 import CDP from 'chrome-remote-interface';
+import { debugEvents } from '../helpers/debug-events';
 import { InlineSourceMap, InspectorSession } from '../helpers/inspector-client';
 import { loudSkip } from './_helpers';
 
@@ -114,35 +115,6 @@ function run(
     },
   };
   return ex.run(j, events, signal);
-}
-
-/** Resolves with the first event of `state`. */
-function debugEvents() {
-  const seen: DebugEvent[] = [];
-  const waiters: (() => void)[] = [];
-  return {
-    seen,
-    push(e: DebugEvent) {
-      seen.push(e);
-      for (const w of waiters.splice(0)) w();
-    },
-    async next(state: DebugEvent['state'], timeoutMs = 15_000): Promise<DebugEvent> {
-      const end = Date.now() + timeoutMs;
-      for (;;) {
-        const e = seen.find((x) => x.state === state);
-        if (e) return e;
-        if (Date.now() > end)
-          throw new Error(`no ${state} debug event within ${timeoutMs} ms (saw ${seen.map((x) => x.state).join(', ')})`);
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, Math.max(1, end - Date.now()));
-          waiters.push(() => {
-            clearTimeout(t);
-            r();
-          });
-        });
-      }
-    },
-  };
 }
 
 /** Whether something accepts TCP connections on 127.0.0.1:port. */

@@ -22,6 +22,7 @@ import { PROJECT_ROOT, request, tempDir } from '../helpers/core';
 import { startEmulator, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 import type { DebugSession } from '../../contract/schemas/debug';
+import { debugEvents } from '../helpers/debug-events';
 import { InspectorSession } from '../helpers/inspector-client';
 import { attach, DapClient } from '../helpers/dap';
 
@@ -95,35 +96,6 @@ function job(
     input,
     env: {},
     ...(o.debug ? { debug: o.debug } : {}),
-  };
-}
-
-/** The run's debug events as they come; next(state) waits for the first of a state. */
-function debugEvents() {
-  const seen: DebugEvent[] = [];
-  const waiters: (() => void)[] = [];
-  return {
-    seen,
-    push(e: DebugEvent) {
-      seen.push(e);
-      for (const w of waiters.splice(0)) w();
-    },
-    async next(state: DebugEvent['state'], timeoutMs = 15_000): Promise<DebugEvent> {
-      const end = Date.now() + timeoutMs;
-      for (;;) {
-        const e = seen.find((x) => x.state === state);
-        if (e) return e;
-        if (Date.now() > end)
-          throw new Error(`no ${state} debug event within ${timeoutMs} ms (saw ${seen.map((x) => x.state).join(', ')})`);
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, Math.max(1, end - Date.now()));
-          waiters.push(() => {
-            clearTimeout(t);
-            r();
-          });
-        });
-      }
-    },
   };
 }
 
