@@ -45,6 +45,10 @@ export const TIMEOUT_PROBE_MS = 8_000;
  * network are not the handler's time (a loaded test host answered 2.2 s late after a 1 s cold start).
  */
 export const TIMEOUT_SLACK_MS = 4_000;
+/** How long each run of the concurrency probe holds its slot: long enough for max_concurrency + 1 requests to overlap. */
+const PAUSE_MS = 2_000;
+/** The concurrency probe sends max_concurrency + 1 runs at once only up to this cap (a production tenant's may be far higher). */
+const CONCURRENCY_PROBE_MAX = 32;
 /** An async invocation (or a callback delivery) must end within this. */
 const ASYNC_DEADLINE_MS = 30_000;
 
@@ -83,6 +87,12 @@ export const FIXTURES: Record<string, FixtureSpec> = {
     runtime: 'bun',
     code: 'export default async function handler(input) {\n  await new Promise((r) => setTimeout(r, 600_000));\n  return {};\n}\n',
     limits: { ...LIMITS, timeout_ms: TIMEOUT_PROBE_MS },
+  },
+  /** Holds its concurrency slot for PAUSE_MS (the concurrency probe's runs overlap). */
+  pause: {
+    runtime: 'bun',
+    code: `export default async function handler(input) {\n  await new Promise((r) => setTimeout(r, ${PAUSE_MS}));\n  return {};\n}\n`,
+    limits: LIMITS,
   },
   hog: {
     runtime: 'python',
@@ -375,6 +385,39 @@ export const PROBES: Probe[] = [
       const body = (r.body ?? {}) as { field?: unknown; cap?: unknown };
       obs.set('field', JSON.stringify(body.field ?? null));
       obs.set('names-the-cap', body.cap === cap ? 'yes' : JSON.stringify(body.cap ?? null));
+    },
+  },
+  {
+    name: 'limits.concurrency',
+    group: 'limits',
+    description:
+      `max_concurrency + 1 sync runs that each hold their slot ${PAUSE_MS} ms, sent at once → one 429 rate_limited with Retry-After, the rest 200 ` +
+      `(probed when max_concurrency ≤ ${CONCURRENCY_PROBE_MAX})`,
+    needs: 'deploy',
+    async run(side, obs) {
+      const s = await useFixture(side, obs, 'pause');
+      if (!s) return;
+      const caps = await side.send('GET', '/v1/tenant/runtime-limits');
+      const max = (caps.body as { max_concurrency?: unknown } | undefined)?.max_concurrency;
+      if (!obs.gate('caps', caps.status === 200 && typeof max === 'number' ? 'read' : String(caps.status), typeof max === 'number')) return;
+      if ((max as number) > CONCURRENCY_PROBE_MAX) {
+        obs.set('statuses', `not probed: max_concurrency ${String(max)} is over ${CONCURRENCY_PROBE_MAX}`);
+        return;
+      }
+      const replies = await Promise.all(Array.from({ length: (max as number) + 1 }, () => side.send('POST', invoke(s), { body: {} })));
+      const counts = new Map<number, number>();
+      for (const r of replies) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+      obs.set(
+        'statuses',
+        [...counts]
+          .sort(([a], [b]) => a - b)
+          .map(([status, n]) => `${status}×${n}`)
+          .join(', '),
+      );
+      const limited = replies.find((r) => r.status === 429);
+      if (!limited) return;
+      obs.set('429.code', problemCode(limited.body));
+      obs.set('429.retry-after', present(limited.headers, 'retry-after'));
     },
   },
   // ---- the three modes ------------------------------------------------------------------------------------------

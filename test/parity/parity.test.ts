@@ -134,6 +134,13 @@ describe('svc-emu parity', () => {
       field: '"max_memory_mb"',
       'names-the-cap': 'yes',
     });
+    expect(probe('limits.concurrency').target).toEqual({
+      'snippet pause': 'created',
+      caps: 'read',
+      statuses: '200×10, 429×1',
+      '429.code': 'rate_limited',
+      '429.retry-after': 'present',
+    });
     expect(probe('workspace.hello').target).toMatchObject({ status: '200', outcome: 'success', 'header.x-snippet-env': 'none' });
     expect(probe('workspace.fails').target).toMatchObject({ status: '500', outcome: 'handler_error' });
     expect(probe('workspace.broken').target).toEqual({ snippet: 'refused' });
