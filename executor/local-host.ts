@@ -527,7 +527,7 @@ export class LocalSandboxHost implements SandboxHost {
       // A debug runner waits for its debugger first (executor/debug/wait.ts).
       const waiting =
         relay && spec.debug
-          ? waitDebugReady(r.channel, relay, { attachTimeoutMs: spec.debug.attachTimeoutMs, initTimeoutMs: initTimeout })
+          ? waitDebugReady(r.channel, relay, { attachTimeoutMs: spec.debug.attachTimeoutMs })
           : r.channel.waitReady(initTimeout);
       const ready = await waiting.catch(async (err: { code?: string }) => {
         if (err.code === 'ready_timeout') {

@@ -327,6 +327,43 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
   );
 
   it.skipIf(!installed)(
+    'a debugger that leaves before letting the program run: another may attach and run it; if none does, the run is cancelled saying so',
+    async () => {
+      // Another debugger comes back: the run goes on from where Bun waits.
+      const evs = debugEvents();
+      const done = run(job(CODE, { n: 5 }, { debug: { attachTimeoutMs: 60_000 } }), (e) => evs.push(e));
+      const waiting = await evs.next('waiting');
+      const first = await InspectorSession.connect(waiting.url);
+      await evs.next('attached');
+      await first.close(); // before Inspector.initialized: the program has not started
+      await evs.next('detached');
+      const second = await InspectorSession.connect(waiting.url);
+      void second.call('Inspector.initialized').catch(() => {}); // the run may end before the answer comes
+      const result = await done;
+      await second.close();
+      expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+      expect(result.output).toEqual({ label: 'n=10', doubled: 10 });
+      expect(evs.seen.map((e) => e.state)).toEqual(['waiting', 'attached', 'detached', 'attached', 'detached']);
+
+      // None comes back: the start's budget of time with no debugger connected runs out.
+      const evs2 = debugEvents();
+      const done2 = run(job(CODE, { n: 1 }, { debug: { attachTimeoutMs: 5_000 } }), (e) => evs2.push(e));
+      const waiting2 = await evs2.next('waiting');
+      const gone = await InspectorSession.connect(waiting2.url);
+      await evs2.next('attached');
+      await gone.close();
+      const result2 = await done2;
+      expect(result2.outcome).toBe('cancelled');
+      expect(result2.error?.message).toBe(
+        'no debugger held the run for 5 s before its program started (the debugger left before letting it run): the debug run was cancelled',
+      );
+      expect(result2.debug).toMatchObject({ protocol: 'inspector', attached: true });
+      expect(await accepts(waiting2.port)).toBe(false);
+    },
+    60_000,
+  );
+
+  it.skipIf(!installed)(
     'a cancel while it waits for a debugger ends it at once',
     async () => {
       const evs = debugEvents();
