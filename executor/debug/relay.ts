@@ -181,7 +181,18 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? Object.assign(
+              new Error(
+                `debug port ${o.port} on ${RELAY_HOST} is in use (another debug run, or a program listening there): free it, or ask for another port (--debug-port N, X-Emu-Debug: port=N) or any free one (X-Emu-Debug: 1)`,
+              ),
+              { code: 'debug_port_in_use' },
+            )
+          : err,
+      ),
+    );
     server.listen(o.port ?? 0, RELAY_HOST, () => {
       server.off('error', reject);
       resolve();

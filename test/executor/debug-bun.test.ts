@@ -364,6 +364,24 @@ describe('debug runs of a Bun snippet (real executor, real Bun inspector)', () =
   );
 
   it.skipIf(!installed)(
+    'a debug port already taken fails the run with a message that says how to pick another',
+    async () => {
+      const taken = net.createServer();
+      await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+      const port = (taken.address() as net.AddressInfo).port;
+      try {
+        const result = await run(job(CODE, { n: 1 }, { debug: { port, attachTimeoutMs: 5_000 } }), () => {});
+        expect(result.outcome).toBe('failed');
+        expect(result.error?.message).toContain(`debug port ${port} on 127.0.0.1 is in use`);
+        expect(result.error?.message).toContain('X-Emu-Debug: 1');
+      } finally {
+        await new Promise((r) => taken.close(r));
+      }
+    },
+    30_000,
+  );
+
+  it.skipIf(!installed)(
     'a cancel while it waits for a debugger ends it at once',
     async () => {
       const evs = debugEvents();
