@@ -20,10 +20,10 @@ import { LocalSandboxHost } from '../../executor/local-host';
 import { gate } from '../../executor/debug/relay';
 import { detectLimitBackend } from '../../executor/limits/detect';
 import { readRuntimeInfo } from '../../executor/runtime-info';
-import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
+import type { DebugEvent, ExecutionResult, Executor, ExecutorJob } from '../../executor/types';
 import { PROJECT_ROOT, tempDir } from '../helpers/core';
 import CDP from 'chrome-remote-interface';
-import { debugEvents } from '../helpers/debug-events';
+import { accepts, debugEvents, debugRunEvents } from '../helpers/debug-events';
 import { InlineSourceMap, InspectorSession } from '../helpers/inspector-client';
 import { loudSkip } from './_helpers';
 
@@ -108,25 +108,7 @@ function run(
   signal?: AbortSignal,
   ex: Executor = executor,
 ): Promise<ExecutionResult> {
-  const events: ExecutorEvents = {
-    onDebug,
-    onCall: async () => {
-      throw new Error('no host calls here');
-    },
-  };
-  return ex.run(j, events, signal);
-}
-
-/** Whether something accepts TCP connections on 127.0.0.1:port. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
+  return ex.run(j, debugRunEvents(onDebug), signal);
 }
 
 /** Host processes whose command line holds `needle`: pid, argv[0] and real uid (from /proc). */

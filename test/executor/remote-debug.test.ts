@@ -13,16 +13,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import { join } from 'node:path';
 import { rm } from 'node:fs/promises';
 import { createExecutor, limaTemplate } from '../../executor';
-import type { DebugEvent, ExecutionResult, Executor, ExecutorEvents, ExecutorJob } from '../../executor/types';
+import type { DebugEvent, ExecutionResult, Executor, ExecutorJob } from '../../executor/types';
 import { PROJECT_ROOT, request, tempDir } from '../helpers/core';
 import { startEmulator, type RunningEmulator } from '../../server';
 import { jsonLogger } from '../../server/logger';
 import type { DebugSession } from '../../contract/schemas/debug';
-import { debugEvents } from '../helpers/debug-events';
+import { accepts, debugEvents, debugRunEvents } from '../helpers/debug-events';
 import { InspectorSession } from '../helpers/inspector-client';
 import { attach, DapClient } from '../helpers/dap';
 
@@ -100,25 +99,7 @@ function job(
 }
 
 function run(j: ExecutorJob, onDebug: (e: DebugEvent) => void, signal?: AbortSignal): Promise<ExecutionResult> {
-  const events: ExecutorEvents = {
-    onDebug,
-    onCall: async () => {
-      throw new Error('no host calls here');
-    },
-  };
-  return executor.run(j, events, signal);
-}
-
-/** Whether something accepts TCP connections on 127.0.0.1:port. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
+  return executor.run(j, debugRunEvents(onDebug), signal);
 }
 
 describe.skipIf(!installed)('debug runs behind the agent (a shell transport standing in for limactl shell)', () => {

@@ -1,4 +1,5 @@
-import type { DebugEvent } from '../../executor/types';
+import net from 'node:net';
+import type { DebugEvent, ExecutorEvents } from '../../executor/types';
 
 /** A debug run's events as they come (ExecutorEvents.onDebug → push); next(state) waits for the first of a state. */
 export function debugEvents() {
@@ -27,4 +28,26 @@ export function debugEvents() {
       }
     },
   };
+}
+
+/** A debug run's executor events: its debug events to `onDebug`; no host calls (the test snippets make none). */
+export function debugRunEvents(onDebug: (e: DebugEvent) => void): ExecutorEvents {
+  return {
+    onDebug,
+    onCall: async () => {
+      throw new Error('no host calls here');
+    },
+  };
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port. */
+export function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
 }

@@ -8,9 +8,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import net from 'node:net';
 import { nonRootObstacle, startCoreAs, type CoreAs } from './core-as';
 import { InspectorSession } from '../helpers/inspector-client';
+import { accepts } from '../helpers/debug-events';
 import { attach, DapClient } from '../helpers/dap';
 import type { DebugSession } from '../../contract/schemas/debug';
 
@@ -86,13 +86,6 @@ function runtimeProcesses(core: number, runtime: 'bun' | 'python'): { pid: numbe
   }
   return out;
 }
-
-const accepts = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
 
 const debugDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith('svc-emu-debug-'));
 
