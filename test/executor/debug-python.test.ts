@@ -277,12 +277,67 @@ describe('the executor', () => {
   }
 
   for (const kind of ['sync', 'async'] as const) {
-    it.skipIf(!installed)(
-      `${kind === 'sync' ? 'a' : 'an'} ${kind} handler stops at its breakpoint, its local reads right, and held past timeout_ms it still succeeds`,
-      async (ctx) => {
-        void ctx.annotate(`sandbox: ${executor.info.sandbox}, limit backend: ${executor.info.backend}`);
+    it(`${kind === 'sync' ? 'a' : 'an'} ${kind} handler stops at its breakpoint, its local reads right, and held past timeout_ms it still succeeds`, async (ctx) => {
+      if (!installed) ctx.skip('no runtimes here (.runtimes/runtime-lock.json is missing): run node scripts/setup.mjs');
+      void ctx.annotate(`sandbox: ${executor.info.sandbox}, limit backend: ${executor.info.backend}`);
+      const events: DebugEvent[] = [];
+      const done = executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
+        onDebug: (e) => events.push(e),
+        onCall: async () => {
+          throw new Error('no host calls here');
+        },
+      });
+      await until('the debug session to wait', () => events.some((e) => e.state === 'waiting'));
+      const waiting = events.find((e) => e.state === 'waiting')!;
+      expect(waiting.protocol).toBe('dap');
+      expect(waiting.url).toBe(`tcp://127.0.0.1:${waiting.port}`);
+      if (executor.info.sandbox === 'bwrap') expect(waiting.remoteRoot).toBe('/opt/svc/app');
+
+      // The debugger's side of the path mapping: the snippet's folder as the author has it.
+      const localRoot = mkdtempSync(join(tmpdir(), 'svc-emu-debug-src-'));
+      writeFileSync(join(localRoot, 'main.py'), SLEEPY[kind]);
+      const dap = await DapClient.connect(waiting.host, waiting.port);
+      try {
+        const t0 = performance.now();
+        const verified = await attach(dap, {
+          localRoot,
+          remoteRoot: waiting.remoteRoot,
+          breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] },
+        });
+        expect(verified['main.py']?.[0]?.verified, JSON.stringify(verified)).toBe(true);
+        const stopped = await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+        void ctx.annotate(`connect → stopped at the breakpoint: ${Math.round(performance.now() - t0)} ms`);
+        const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 20 });
+        expect(stackFrames[0].line).toBe(SLEEPY_BREAK_LINE);
+        expect(stackFrames[0].name).toBe('handler');
+        expect(stackFrames[0].source.path).toBe(join(localRoot, 'main.py')); // mapped back from /opt/svc/app
+        const locals = await dap.locals(stackFrames[0].id);
+        expect(locals.input?.value).toBe("{'n': 21, 'sleep_s': 0}");
+        // The breakpoint is on `return`: `doubled` is set.
+        expect(locals.doubled?.value).toBe('42');
+        expect(events.map((e) => e.state)).toContain('attached');
+
+        // Paused past the run's timeout_ms (1000 ms): waiting here is the scenario, not a decision.
+        const heldFor = 2500;
+        await new Promise((r) => setTimeout(r, heldFor));
+        // The run ends as soon as the handler returns and the relay cuts the debugger off with it.
+        void dap.request('continue', { threadId: stopped.body.threadId }).catch(() => {});
+        const result = await done;
+        expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+        expect(result.output).toEqual({ doubled: 42 });
+        expect(result.debug).toMatchObject({ protocol: 'dap', attached: true });
+        expect(result.debug!.held_ms).toBeGreaterThanOrEqual(heldFor);
+      } finally {
+        dap.close();
+        rmSync(localRoot, { recursive: true, force: true });
+      }
+    }, 60_000);
+
+    if (kind === 'sync')
+      it('a debugger that drops while the run is stopped lets it finish, on the time it had left', async (ctx) => {
+        if (!installed) ctx.skip('no runtimes here (.runtimes/runtime-lock.json is missing): run node scripts/setup.mjs');
         const events: DebugEvent[] = [];
-        const done = executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
+        const done = executor.run(job(SLEEPY.sync, { n: 5, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
           onDebug: (e) => events.push(e),
           onCall: async () => {
             throw new Error('no host calls here');
@@ -290,89 +345,25 @@ describe('the executor', () => {
         });
         await until('the debug session to wait', () => events.some((e) => e.state === 'waiting'));
         const waiting = events.find((e) => e.state === 'waiting')!;
-        expect(waiting.protocol).toBe('dap');
-        expect(waiting.url).toBe(`tcp://127.0.0.1:${waiting.port}`);
-        if (executor.info.sandbox === 'bwrap') expect(waiting.remoteRoot).toBe('/opt/svc/app');
-
-        // The debugger's side of the path mapping: the snippet's folder as the author has it.
-        const localRoot = mkdtempSync(join(tmpdir(), 'svc-emu-debug-src-'));
-        writeFileSync(join(localRoot, 'main.py'), SLEEPY[kind]);
         const dap = await DapClient.connect(waiting.host, waiting.port);
-        try {
-          const t0 = performance.now();
-          const verified = await attach(dap, {
-            localRoot,
-            remoteRoot: waiting.remoteRoot,
-            breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] },
-          });
-          expect(verified['main.py']?.[0]?.verified, JSON.stringify(verified)).toBe(true);
-          const stopped = await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
-          void ctx.annotate(`connect → stopped at the breakpoint: ${Math.round(performance.now() - t0)} ms`);
-          const { stackFrames } = await dap.request('stackTrace', { threadId: stopped.body.threadId, levels: 20 });
-          expect(stackFrames[0].line).toBe(SLEEPY_BREAK_LINE);
-          expect(stackFrames[0].name).toBe('handler');
-          expect(stackFrames[0].source.path).toBe(join(localRoot, 'main.py')); // mapped back from /opt/svc/app
-          const locals = await dap.locals(stackFrames[0].id);
-          expect(locals.input?.value).toBe("{'n': 21, 'sleep_s': 0}");
-          // The breakpoint is on `return`: `doubled` is set.
-          expect(locals.doubled?.value).toBe('42');
-          expect(events.map((e) => e.state)).toContain('attached');
+        await attach(dap, { localRoot: '/src/snippet', remoteRoot: waiting.remoteRoot, breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] } });
+        await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
+        dap.close(); // no `disconnect`: the debugger was killed
+        const result = await done;
+        expect(result.outcome, JSON.stringify(result.error)).toBe('success');
+        expect(result.output).toEqual({ doubled: 10 });
+        expect(events.map((e) => e.state)).toEqual(['waiting', 'attached', 'detached']);
+      }, 60_000);
 
-          // Paused past the run's timeout_ms (1000 ms): waiting here is the scenario, not a decision.
-          const heldFor = 2500;
-          await new Promise((r) => setTimeout(r, heldFor));
-          // The run ends as soon as the handler returns and the relay cuts the debugger off with it.
-          void dap.request('continue', { threadId: stopped.body.threadId }).catch(() => {});
-          const result = await done;
-          expect(result.outcome, JSON.stringify(result.error)).toBe('success');
-          expect(result.output).toEqual({ doubled: 42 });
-          expect(result.debug).toMatchObject({ protocol: 'dap', attached: true });
-          expect(result.debug!.held_ms).toBeGreaterThanOrEqual(heldFor);
-        } finally {
-          dap.close();
-          rmSync(localRoot, { recursive: true, force: true });
-        }
-      },
-      60_000,
-    );
-
-    if (kind === 'sync')
-      it.skipIf(!installed)(
-        'a debugger that drops while the run is stopped lets it finish, on the time it had left',
-        async () => {
-          const events: DebugEvent[] = [];
-          const done = executor.run(job(SLEEPY.sync, { n: 5, sleep_s: 0 }, { attachTimeoutMs: 30_000 }), {
-            onDebug: (e) => events.push(e),
-            onCall: async () => {
-              throw new Error('no host calls here');
-            },
-          });
-          await until('the debug session to wait', () => events.some((e) => e.state === 'waiting'));
-          const waiting = events.find((e) => e.state === 'waiting')!;
-          const dap = await DapClient.connect(waiting.host, waiting.port);
-          await attach(dap, { localRoot: '/src/snippet', remoteRoot: waiting.remoteRoot, breakpoints: { 'main.py': [SLEEPY_BREAK_LINE] } });
-          await dap.waitEvent('stopped', (b) => b.reason === 'breakpoint');
-          dap.close(); // no `disconnect`: the debugger was killed
-          const result = await done;
-          expect(result.outcome, JSON.stringify(result.error)).toBe('success');
-          expect(result.output).toEqual({ doubled: 10 });
-          expect(events.map((e) => e.state)).toEqual(['waiting', 'attached', 'detached']);
+    it(`the same ${kind} snippet without a debugger, waiting as long, times out`, async (ctx) => {
+      if (!installed) ctx.skip('no runtimes here (.runtimes/runtime-lock.json is missing): run node scripts/setup.mjs');
+      const result = await executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 2.5 }), {
+        onCall: async () => {
+          throw new Error('no host calls here');
         },
-        60_000,
-      );
-
-    it.skipIf(!installed)(
-      `the same ${kind} snippet without a debugger, waiting as long, times out`,
-      async () => {
-        const result = await executor.run(job(SLEEPY[kind], { n: 21, sleep_s: 2.5 }), {
-          onCall: async () => {
-            throw new Error('no host calls here');
-          },
-        });
-        expect(result.outcome).toBe('timeout');
-        expect(result.debug).toBeUndefined();
-      },
-      30_000,
-    );
+      });
+      expect(result.outcome).toBe('timeout');
+      expect(result.debug).toBeUndefined();
+    }, 30_000);
   }
 });
