@@ -163,10 +163,7 @@ function cpuQuotaOf(invocationId: string): string | null {
 async function breakOnLine(waiting: DebugEvent, evs: ReturnType<typeof debugEvents>, n = 21): Promise<{ s: InspectorSession; top: any }> {
   const s = await InspectorSession.connect(waiting.url);
   await evs.next('attached');
-  await s.call('Inspector.enable');
-  await s.call('Runtime.enable');
-  await s.call('Debugger.enable');
-  await s.call('Debugger.setBreakpointsActive', { active: true });
+  await s.enableDebugger();
   const url = `${waiting.remoteRoot}/index.ts`;
   // The inspector knows only the transpiled module (TypeScript's type-only lines gone) and hands its source map
   // over with scriptParsed. A debugger does what Bun's VS Code extension does: a placeholder breakpoint on the

@@ -24,25 +24,11 @@ import type { DebugSession } from '../../contract/schemas/debug';
 import { accepts, debugEvents, debugRunEvents } from '../helpers/debug-events';
 import { InspectorSession } from '../helpers/inspector-client';
 import { attach, DapClient } from '../helpers/dap';
+import { shellAgentArgv } from '../helpers/remote-agent';
 
 const lock = join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json');
 const installed = existsSync(lock);
 if (!installed) console.warn('SKIPPING remote debug tests: runtimes not installed (run npm run build)');
-
-/** The agent as the Lima transport runs it, minus `limactl shell`: through a plain shell on this host. */
-const shellAgentArgv = (bun: string, work: string) => [
-  '/bin/sh',
-  '-c',
-  'exec "$0" "$@"',
-  bun,
-  join(PROJECT_ROOT, 'executor', 'agent.ts'),
-  '--root',
-  PROJECT_ROOT,
-  '--work',
-  work,
-  '--spares',
-  'none',
-];
 
 const PY = 'def handler(input):\n    doubled = input["n"] * 2\n    return {"doubled": doubled}\n';
 /** 1-based line of PY's `return`. */
@@ -66,7 +52,7 @@ beforeAll(async () => {
   ({ executor } = await createExecutor({
     projectRoot: PROJECT_ROOT,
     workDir: join(workDir, 'core'),
-    agentArgv: shellAgentArgv(bun, join(workDir, 'agent')),
+    agentArgv: shellAgentArgv(bun, join(workDir, 'agent'), ['--spares', 'none']),
   }));
 }, 60_000);
 afterAll(async () => {
@@ -118,10 +104,7 @@ describe.skipIf(!installed)('debug runs behind the agent (a shell transport stan
     const s = await InspectorSession.connect(waiting.url);
     const attached = await evs.next('attached'); // the agent's debug_held reached the core
     expect(attached.port).toBe(waiting.port);
-    await s.call('Inspector.enable');
-    await s.call('Runtime.enable');
-    await s.call('Debugger.enable');
-    await s.call('Debugger.setBreakpointsActive', { active: true });
+    await s.enableDebugger();
     const url = `${waiting.remoteRoot}/index.ts`;
     // Stops once the file is loaded; then a breakpoint on the line of `const label` (no type-only lines here: the
     // transpiled module keeps the line numbers), as test/executor/debug-bun.test.ts does on the host.
@@ -226,7 +209,7 @@ describe.skipIf(!installed)('a debug run over the API with the core behind the a
       port: 0,
       projectRoot: PROJECT_ROOT,
       logger: jsonLogger(() => {}),
-      executorAgent: shellAgentArgv(bun, await tempDir('svc-emu-remote-debug-agent-')),
+      executorAgent: shellAgentArgv(bun, await tempDir('svc-emu-remote-debug-agent-'), ['--spares', 'none']),
     });
     call = (m, p, b, h) => request(emu.url, m, p, b, { defaultKey: emu.localApiKey!, headers: h });
   }, 60_000);

@@ -13,6 +13,7 @@ import { limaAgentArgv, limaTemplate } from '../../executor';
 import { spawnAgent } from '../../executor/remote';
 import { sandboxHostConformance } from '../conformance/sandbox-host';
 import { PROJECT_ROOT, request, tempDir } from '../helpers/core';
+import { shellAgentArgv } from '../helpers/remote-agent';
 
 const readOr = (path: string) => {
   try {
@@ -27,19 +28,6 @@ const running = (pid: string) => {
   const state = stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
   return state !== undefined && state !== 'Z' && state !== 'X';
 };
-
-/** The agent as the Lima transport runs it, minus `limactl shell`: through a plain shell on this host. */
-const shellAgentArgv = (bun: string, work: string) => [
-  '/bin/sh',
-  '-c',
-  'exec "$0" "$@"',
-  bun,
-  join(PROJECT_ROOT, 'executor', 'agent.ts'),
-  '--root',
-  PROJECT_ROOT,
-  '--work',
-  work,
-];
 
 const lock = join(PROJECT_ROOT, '.runtimes', 'runtime-lock.json');
 const installed = existsSync(lock);

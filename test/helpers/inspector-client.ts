@@ -84,6 +84,12 @@ export class InspectorSession {
     });
   }
 
+  /** What a debugger sends first on attach: the domains on, and breakpoints active (WebKit's start inactive). */
+  async enableDebugger(): Promise<void> {
+    for (const method of ['Inspector.enable', 'Runtime.enable', 'Debugger.enable']) await this.call(method);
+    await this.call('Debugger.setBreakpointsActive', { active: true });
+  }
+
   /** The first event named `method` (after the `from`-th event) that matches, waited for up to timeoutMs. */
   waitEvent(method: string, timeoutMs = 10_000, match: (e: InspectorEvent) => boolean = () => true, from = 0): Promise<InspectorEvent> {
     return new Promise((resolve, reject) => {
