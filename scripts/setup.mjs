@@ -24,7 +24,7 @@ import { HOST_STAMP, RUNTIMES_DIR } from './setup/paths.mjs';
 import { pythonDebuggerStep, pythonRuntimeStep, runnerBytecodeStep } from './setup/python.mjs';
 import { pendingSteps as pending, runSteps } from './setup/run.mjs';
 import { runtimeLockStep } from './setup/runtime-lock.mjs';
-import { bubblewrapStep, chromiumStep } from './setup/system.mjs';
+import { bubblewrapStep, chromiumStep, zshStep } from './setup/system.mjs';
 import { SetupError } from './setup/tool.mjs';
 
 export { BUILD_OUTPUTS, sourceHash } from './setup/build.mjs';
@@ -44,6 +44,7 @@ export const STEPS = [
   runnerBytecodeStep,
   buildStep,
   chromiumStep,
+  zshStep,
 ];
 
 /**

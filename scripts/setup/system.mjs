@@ -1,5 +1,5 @@
 // Host tools from apt-get that the project can do without (degraded, never fatal): chromium for the GUI tests,
-// bubblewrap for the parity sandbox.
+// bubblewrap for the parity sandbox, zsh for the test that parses the zsh completion script.
 import { existsSync } from 'node:fs';
 import { findOnPath, readJson, writeJson } from './files.mjs';
 import { HOST_STAMP } from './paths.mjs';
@@ -71,6 +71,16 @@ export const bubblewrapStep = hostToolStep({
   find: () => findOnPath('bwrap'),
   timeoutMs: 300_000,
   without: 'snippets will run without the parity sandbox (parity degraded)',
+});
+
+/** @type {Step} */
+export const zshStep = hostToolStep({
+  name: 'zsh',
+  pkg: 'zsh',
+  applies: (ctx) => ctx.forTest,
+  find: () => findOnPath('zsh'),
+  timeoutMs: 300_000,
+  without: 'the zsh completion script is not parsed by zsh in the tests (that test skips)',
 });
 
 function chromiumPath() {

@@ -52,6 +52,7 @@ describe('scripts/setup parts', () => {
       'runner-bytecode',
       'build',
       'chromium',
+      'zsh', // test-only, like chromium: the completion test parses the zsh script with it
     ]);
   });
 
