@@ -246,8 +246,15 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
   let runtime: RuntimeInfo;
   let limitReason: string;
   let runtimes: LocalRuntimePaths;
+  let checkerHost: LocalSandboxHost;
   try {
-    ({ host, runtime, limitReason, runtimes } = await createLocalHost({
+    let local: LocalSandboxHost;
+    ({
+      host: local,
+      runtime,
+      limitReason,
+      runtimes,
+    } = await createLocalHost({
       projectRoot: root,
       workDir: opts.workDir,
       egressSocket: opts.egressSocket ?? null,
@@ -263,10 +270,10 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
           opts.logger?.log('warn', 'a framework spare is not fully warm', { ...e });
       },
     }));
+    host = checkerHost = local;
     if (opts.agentArgv) {
-      const local = host;
+      // The local host stays for the code checkers' sandbox only (it starts no spares); it closes with the executor.
       host = (await spawnAgent(opts.agentArgv, `agent: ${opts.agentArgv[0]}`)).host;
-      await local.close();
       limitReason = `${limitReason} (sandboxes run behind the agent)`;
     }
   } catch (err) {
@@ -276,11 +283,15 @@ export async function createExecutor(opts: CreateExecutorOptions): Promise<Built
     bunBin: runtimes.bun?.bin ?? null,
     pythonBin: runtimes.python?.bin ?? null,
     runtimesDir: runtimes.runtimesDir,
+    sandbox: (runtime, env) => checkerHost.checkerSandbox(runtime, env),
   });
   const executor = new PooledExecutor({
     host,
     onError: (msg, err) => opts.logger?.log('error', msg, { error: err instanceof Error ? err.message : String(err) }),
-    onClose: () => checker.close(), // the code checkers end with the executor
+    onClose: () => {
+      checker.close(); // the code checkers end with the executor, and the local host kept for them behind an agent
+      if (checkerHost !== host) void checkerHost.close().catch(() => {});
+    },
   });
   opts.logger?.log('info', 'executor ready', {
     backend: host.info.backend,

@@ -207,6 +207,12 @@ const APP = '/opt/svc/app';
 /** The fd on which bwrap reads the seccomp program (after the runner's fd 3). */
 const SECCOMP_FD = 4;
 
+/** A code checker's sandbox: an argv prefix (ending in `--`) and the fd on which bwrap reads the seccomp program. */
+export interface CheckerSandbox {
+  prefix: string[];
+  seccompFd: { fd: number; open: () => number } | null;
+}
+
 /** Limit groups are named after the core that made them (`c<pid>-…`), so a later core can tell a dead core's leftovers. */
 const groupId = (id: string) => `c${process.pid}-${id}`;
 const OWNED = /^c(\d+)-/;
@@ -370,6 +376,48 @@ export class LocalSandboxHost implements SandboxHost {
     return (this.identityBinds ??= writeSandboxIdentity(join(this.opts.workDir, 'identity'), drop?.uid, drop?.gid));
   }
 
+  /** A runtime's directories, bound read-only at the same paths (executor/runtimes holds the runners and checkers). */
+  private runtimeBinds(runtime: SandboxSpec['runtime']): Bind[] {
+    const { runtimes } = this.opts;
+    const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
+    if (runtime === 'bun') binds.push({ src: dirname(runtimes.bun.nodeModules), dest: dirname(runtimes.bun.nodeModules) });
+    else
+      binds.push(
+        { src: runtimes.python.venv, dest: runtimes.python.venv },
+        { src: runtimes.python.basePrefix, dest: runtimes.python.basePrefix },
+      );
+    return binds;
+  }
+
+  /**
+   * How to start a code checker (executor/validate.ts): it reads tenants' code, so under bubblewrap it gets a
+   * sandbox like a runner's — the runtime read-only, no network, no host files, the seccomp filter, and a root
+   * core's dedicated uid — with no bundle and no limit group (it runs no tenant code; its input is size-capped).
+   * Null without bubblewrap: the checker is then the core's own user, which is never root (a root core without
+   * bubblewrap runs no snippet and checks none: `refusal`).
+   */
+  async checkerSandbox(runtime: SandboxSpec['runtime'], env: Record<string, string>): Promise<CheckerSandbox | null> {
+    const { bwrap, runtimes } = this.opts;
+    if (this.refusal) throw new Error(this.refusal);
+    if (!bwrap) return null;
+    const prefix = bwrapArgv({
+      bwrap: bwrap.bin,
+      features: bwrap.features,
+      runtimeBinds: this.runtimeBinds(runtime),
+      extraRoBinds: await this.identity(),
+      bundleDir: runtimes.runtimesDir,
+      bundleDest: APP,
+      tmpSizeMb: 16,
+      uid: 1000,
+      gid: 1000,
+      env,
+      chdir: '/',
+      ...(bwrap.dropTo ? { dropTo: bwrap.dropTo } : {}),
+      ...(bwrap.seccomp ? { seccompFd: SECCOMP_FD } : {}),
+    });
+    return { prefix, seccompFd: bwrap.seccomp ? { fd: SECCOMP_FD, open: () => openSeccomp(bwrap.seccomp!) } : null };
+  }
+
   /** Why no snippet may run on this host (root without bubblewrap), or null. */
   private readonly refusal: string | null;
 
@@ -399,18 +447,12 @@ export class LocalSandboxHost implements SandboxHost {
     let seccompFd: number | null = null;
     if (this.refusal) throw new Error(this.refusal);
     if (bwrap) {
-      const binds: Bind[] = [{ src: runtimes.runtimesDir, dest: runtimes.runtimesDir }];
+      const binds = this.runtimeBinds(runtime);
       const extra: Bind[] = [...(await this.identity())];
       // The TLS roots named in the environment (certificates only: the egress CA's key stays in the data dir).
       if (this.opts.caBundle && existsSync(this.opts.caBundle)) extra.push({ src: this.opts.caBundle, dest: CA_BUNDLE_IN_SANDBOX });
-      if (runtime === 'bun') {
-        binds.push({ src: dirname(runtimes.bun.nodeModules), dest: dirname(runtimes.bun.nodeModules) });
-        // Snippets resolve shared packages from /opt/svc/app upwards: /opt/svc/node_modules.
-        extra.push({ src: runtimes.bun.nodeModules, dest: '/opt/svc/node_modules' });
-      } else {
-        binds.push({ src: runtimes.python.venv, dest: runtimes.python.venv });
-        binds.push({ src: runtimes.python.basePrefix, dest: runtimes.python.basePrefix });
-      }
+      // Snippets resolve shared packages from /opt/svc/app upwards: /opt/svc/node_modules.
+      if (runtime === 'bun') extra.push({ src: runtimes.bun.nodeModules, dest: '/opt/svc/node_modules' });
       // The one way out of the sandbox's loopback-only network namespace. A socket that is not there (yet) is
       // not bound (bwrap would refuse to start): the runner's relay answers 502 until a new sandbox starts.
       egressBound = !!this.opts.egressSocket && existsSync(this.opts.egressSocket);

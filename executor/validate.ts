@@ -1,7 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import type { Runtime } from './types';
+import type { CheckerSandbox } from './local-host';
 
 export interface CodeProblem {
   file: string;
@@ -15,6 +17,12 @@ export interface CodeCheckerPaths {
   pythonBin: string | null;
   /** executor/runtimes, where check.ts and check.py live. */
   runtimesDir: string;
+  /**
+   * The sandbox a checker runs in (LocalSandboxHost.checkerSandbox in executor/local-host.ts): checkers read
+   * tenants' code, so a bug in a parser must not be the core's, let alone host root's. Absent or null: the
+   * core's own user, no sandbox.
+   */
+  sandbox?: (runtime: Runtime, env: Record<string, string>) => Promise<CheckerSandbox | null>;
 }
 
 type CheckInput = { runtime: Runtime; entrypoint: string; files: Record<string, string> };
@@ -34,7 +42,8 @@ export function createCodeChecker(paths: CodeCheckerPaths, timeoutMs = 15_000) {
   const check = async (input: CheckInput): Promise<CodeProblem[]> => {
     const cmd = argv(input.runtime);
     if (!cmd) return []; // the runtime is not installed: nothing to check with (parity is reported degraded)
-    const checker = (checkers[input.runtime] ??= new Checker(cmd, timeoutMs));
+    const sandbox = paths.sandbox;
+    const checker = (checkers[input.runtime] ??= new Checker(cmd, timeoutMs, sandbox ? (env) => sandbox(input.runtime, env) : null));
     return checker.check({ entrypoint: input.entrypoint, files: input.files });
   };
   check.close = () => {
@@ -52,20 +61,29 @@ class Checker {
   constructor(
     private readonly argv: string[],
     private readonly timeoutMs: number,
+    private readonly sandbox: ((env: Record<string, string>) => Promise<CheckerSandbox | null>) | null,
   ) {}
 
-  private start(): ChildProcess {
-    const [cmd, ...args] = this.argv;
-    const child = spawn(cmd!, args, {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0' },
-    });
-    createInterface({ input: child.stdout, crlfDelay: Infinity }).on('line', (line) => {
+  private async start(): Promise<ChildProcess> {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: '/tmp', BUN_RUNTIME_TRANSPILER_CACHE_PATH: '0' };
+    const sandbox = this.sandbox ? await this.sandbox({ ...env, PATH: '/usr/bin:/bin' }) : null;
+    const argv = sandbox ? [...sandbox.prefix, ...this.argv] : this.argv;
+    const seccomp = sandbox?.seccompFd ?? null;
+    const fd = seccomp ? seccomp.open() : null;
+    let child: ChildProcess;
+    try {
+      const stdio: ('pipe' | 'ignore' | number)[] = ['pipe', 'pipe', 'pipe'];
+      if (seccomp) while (stdio.length <= seccomp.fd) stdio.push(stdio.length === seccomp.fd ? fd! : 'ignore');
+      child = spawn(argv[0]!, argv.slice(1), { stdio, env: sandbox ? {} : env, ...(sandbox ? { cwd: '/' } : {}) });
+    } finally {
+      if (fd !== null) closeSync(fd); // the child has its own copy
+    }
+    createInterface({ input: child.stdout!, crlfDelay: Infinity }).on('line', (line) => {
       const w = this.waiting;
       this.waiting = null;
       w?.(line);
     });
-    child.stderr.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString('utf8')).slice(-2000)));
+    child.stderr!.on('data', (c: Buffer) => (this.stderr = (this.stderr + c.toString('utf8')).slice(-2000)));
     const gone = (why: string) => {
       if (this.child === child) this.child = null;
       const w = this.waiting;
@@ -83,7 +101,7 @@ class Checker {
 
   check(request: { entrypoint: string; files: Record<string, string> }): Promise<CodeProblem[]> {
     const run = async (): Promise<CodeProblem[]> => {
-      const child = (this.child ??= this.start());
+      const child = (this.child ??= await this.start());
       const answer = await new Promise<string | Error>((resolve) => {
         const timer = setTimeout(() => {
           this.waiting = null;
