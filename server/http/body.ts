@@ -13,17 +13,39 @@ const isJsonType = (type: string | undefined) => !!type && /^application\/([\w.+
 export async function readRawBody(ctx: Context, limit = BODY_LIMIT_BYTES): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || NaN);
   if (declared > limit) throw payloadTooLarge(`the request body is ${declared} bytes; the limit is ${limit} (6 MiB)`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      ctx.req.resume(); // drain, so the 413 can be written
-      throw payloadTooLarge(`the request body is over the limit of ${limit} bytes (6 MiB)`);
-    }
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  const req = ctx.req;
+  if (req.readableEnded) return Buffer.alloc(0);
+  // Read with the stream's events, not `for await`: its async iterator cost ~25 µs of CPU per request on the warm
+  // path (bench/results/profile-warm-path.md), for what is nearly always one chunk.
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: Error | null, body?: Buffer) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', settle);
+      req.off('close', onClose);
+      if (err) reject(err);
+      else resolve(body!);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        settle(payloadTooLarge(`the request body is over the limit of ${limit} bytes (6 MiB)`));
+        req.resume(); // drain, so the 413 can be written
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => settle(null, Buffer.concat(chunks));
+    // Closed before its end (the client went away mid-body): what `for await` would have thrown.
+    const onClose = () =>
+      settle(Object.assign(new Error('the request closed before its body ended'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', settle);
+    req.on('close', onClose);
+  });
 }
 
 /**

@@ -74,12 +74,13 @@ export class InvocationService {
     // The replay copy is written beside the run: awaited here only for a durable (async) record; a sync or
     // stream run's `finish` waits for it (`storedPuts`), so its code does not wait for a file's fsync.
     const storedText = storedInput && 'text' in storedInput ? storedInput.text : undefined;
-    const storedPut = storedText === undefined ? undefined : this.deps.blobs.put(storedText);
+    const storedHash = storedText === undefined ? undefined : sha256Hex(storedText);
+    const storedPut = storedText === undefined ? undefined : this.deps.blobs.put(storedText, storedHash);
     storedPut?.catch(() => {}); // handled: a repeat with the same Idempotency-Key never names it
     const [inputBlob, storedBlob] = await Promise.all([
       inputJson !== undefined && Buffer.byteLength(inputJson) > INLINE_MAX_BYTES ? this.deps.blobs.put(inputJson) : undefined,
       // The blob's name is its content's hash; a failed write is read back as "not kept" (`stored`).
-      storedText === undefined ? undefined : opts.durable ? storedPut!.catch(() => undefined) : sha256Hex(storedText),
+      storedText === undefined ? undefined : opts.durable ? storedPut!.catch(() => undefined) : storedHash,
     ]);
     const apply = (db: DbData) => {
       if (fields.idempotency_key) {

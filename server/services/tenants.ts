@@ -1,7 +1,8 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { conflict, notFound, unauthenticated } from '../domain/errors';
 import type { z } from 'zod';
 import type { TenantInfo } from '../../contract/schemas/emu';
-import { newApiKey, newId, newWebhookSecret, sha256Hex, digestEquals } from '../ids';
+import { newApiKey, newId, newWebhookSecret, sha256Hex } from '../ids';
 import type { CapsRecord, TenantRecord, ApiKeyRecord } from '../storage/schema';
 import { type CoreDeps, nowIso } from '../core-deps';
 
@@ -125,15 +126,31 @@ export class TenantService {
   authenticate(authorization: string | undefined): TenantRecord {
     const m = /^Bearer (\S+)$/i.exec(authorization ?? '');
     if (!m) throw unauthenticated('Send your API key as "Authorization: Bearer svc_…".');
-    const hash = sha256Hex(m[1]!);
+    const presented = createHash('sha256').update(m[1]!).digest();
     const tenantId = this.deps.repo.read((db) => {
       let found: string | null = null;
-      for (const k of db.api_keys) if (digestEquals(k.hash, hash)) found = k.tenant_id;
+      for (const k of db.api_keys) {
+        const stored = this.storedDigest(k);
+        if (timingSafeEqual(presented, stored.bytes) && stored.ok) found = k.tenant_id;
+      }
       return found;
     });
     const tenant = tenantId ? this.byId(tenantId) : undefined;
     if (!tenant) throw unauthenticated('The API key is not valid.');
     return tenant;
+  }
+
+  /** A key's stored hash as bytes, decoded once per hash (each request compared it from hex twice). */
+  private readonly digests = new WeakMap<ApiKeyRecord, { hex: string; bytes: Buffer; ok: boolean }>();
+  private storedDigest(k: ApiKeyRecord): { bytes: Buffer; ok: boolean } {
+    let d = this.digests.get(k);
+    if (d?.hex !== k.hash) {
+      const bytes = Buffer.from(k.hash, 'hex');
+      // A malformed stored hash still costs a full comparison, and never matches.
+      d = bytes.length === 32 ? { hex: k.hash, bytes, ok: true } : { hex: k.hash, bytes: Buffer.alloc(32), ok: false };
+      this.digests.set(k, d);
+    }
+    return d;
   }
 
   /** Creates the `local` tenant and its first key on first start; afterwards returns that key again. */

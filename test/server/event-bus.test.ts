@@ -51,6 +51,32 @@ describe('EventBus', () => {
     expect(old.replay).toEqual([]);
   });
 
+  it(`keeps exactly the last ${EVENTS_KEPT} after every publish, however many came before (the front is dropped in batches)`, () => {
+    const bus = new EventBus(() => at, undefined, 'beef');
+    const live: string[] = [];
+    let seq = 0;
+    // Past the first batch drop and the next one, checked at every step near them and at a sample of the rest.
+    for (let round = 0; round < 3 * EVENTS_KEPT; round++) {
+      env(bus, `e${++seq}`);
+      if (seq > EVENTS_KEPT + 3 && seq % 97 !== 0 && seq % 256 > 2 && seq % 256 < 254) continue;
+      const oldest = Math.max(1, seq - EVENTS_KEPT + 1);
+      const all = bus.subscribe(() => {}, 'beef-0');
+      if (oldest > 1) {
+        expect(all.reset?.reason).toBe('too_old');
+        const edge = bus.subscribe(() => {}, `beef-${oldest - 1}`);
+        expect(edge.reset).toBeNull();
+        expect(edge.replay.map((e) => e.id)).toEqual(Array.from({ length: seq - oldest + 1 }, (_, i) => `beef-${oldest + i}`));
+        expect(bus.subscribe(() => {}, `beef-${oldest - 2}`).reset?.reason).toBe('too_old');
+      } else expect(all.replay).toHaveLength(seq);
+      expect(bus.latest()).toBe(`beef-${seq}`);
+      expect(bus.subscribe(() => {}, `beef-${seq}`).replay).toEqual([]);
+    }
+    // A listener added mid-way gets every event from then on.
+    bus.subscribe((e) => live.push(e.id));
+    env(bus, 'late');
+    expect(live).toEqual([`beef-${seq + 1}`]);
+  });
+
   it('answers another boot’s id with other_boot and a malformed one with bad_id (and still listens)', () => {
     const bus = new EventBus(() => at, undefined, 'beef');
     env(bus, 'x');
