@@ -596,7 +596,7 @@ export class LocalSandboxHost implements SandboxHost {
         initMs: performance.now() - since,
         ...(cpuPercent !== undefined ? { cpuPercent } : {}),
         setCpuPercent: (p) => r.group.setCpuPercent(p),
-        sample: () => r.group.sample(),
+        sample: (opts) => r.group.sample(opts),
         ...(r.group.resetPeak ? { resetPeak: () => r.group.resetPeak!() } : {}),
         killAll: () => r.group.killAll(),
         ...(keep?.size ? { reap: () => r.group.killAllExcept!(keep) } : {}),

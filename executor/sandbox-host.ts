@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { InitErrorFrame, ReadyFrame } from './protocol';
 import type { RunnerChannel } from './runner-client';
-import type { UsageSample } from './limits/types';
+import type { SampleOptions, UsageSample } from './limits/types';
 import type { Runtime } from './types';
 import type { DebugPort, DebugSpec } from './debug/types';
 import type { ExitStatus } from './exit-event';
@@ -43,7 +43,8 @@ export interface Sandbox {
   /** The CPU quota the host already set (SandboxSpec.cpuPercent, before the bundle loaded); absent: none set yet. */
   readonly cpuPercent?: number | null;
   setCpuPercent(percent: number | null): Promise<void>;
-  sample(): Promise<UsageSample>;
+  /** `opts` as LimitGroup.sample's (a host that cannot leave a part out reads it all). */
+  sample(opts?: SampleOptions): Promise<UsageSample>;
   /** Starts a new peak-memory reading, where the backend can (see LimitGroup.resetPeak). */
   resetPeak?(): Promise<void>;
   killAll(): Promise<void>;

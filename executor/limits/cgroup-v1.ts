@@ -21,7 +21,7 @@ import {
 } from './common';
 import type { CgroupMount } from './mountinfo';
 import { v1MountFor } from './mountinfo';
-import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
+import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * cgroup v1 (root). One group `svc-emu/<id>` in each hierarchy we need: memory, cpu, cpuacct, pids
@@ -270,7 +270,7 @@ export class CgroupV1Group implements LimitGroup {
     await this.fs.write(`${this.dirs.cpu}/cpu.cfs_quota_us`, q === null ? '-1' : String(q));
   }
 
-  async sample(): Promise<UsageSample> {
+  async sample(opts?: SampleOptions): Promise<UsageSample> {
     const m = this.dirs.memory;
     const [usage, maxUsage, cpuacct, cpuStat, oomControl, failcnt, memswFailcnt, stat, pidsEvents] = await Promise.all([
       this.fs.read(`${m}/memory.usage_in_bytes`),
@@ -280,7 +280,7 @@ export class CgroupV1Group implements LimitGroup {
       this.fs.read(`${m}/memory.oom_control`),
       this.fs.read(`${m}/memory.failcnt`),
       this.fs.read(`${m}/memory.memsw.failcnt`),
-      this.fs.read(`${m}/memory.stat`),
+      opts?.anon === false ? null : this.fs.read(`${m}/memory.stat`),
       this.fs.read(`${this.dirs.pids}/pids.events`),
     ]);
     const memory = parseIntOr(usage, 0);

@@ -18,7 +18,7 @@ import {
   validateLimits,
   waitEmpty,
 } from './common';
-import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
+import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * cgroup v2, as root or in a delegated subtree.
@@ -237,8 +237,8 @@ export class CgroupV2Group implements LimitGroup {
     await this.fs.write(`${this.dir}/cpu.max`, `${q === null ? 'max' : q} ${CFS_PERIOD_US}`);
   }
 
-  async sample(): Promise<UsageSample> {
-    const s = await sampleV2(this.fs, this.dir, this.peakSeen);
+  async sample(opts?: SampleOptions): Promise<UsageSample> {
+    const s = await sampleV2(this.fs, this.dir, this.peakSeen, opts);
     this.peakSeen = Math.max(this.peakSeen, s.memory_bytes);
     return s;
   }

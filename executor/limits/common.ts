@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import type { CgroupFs, ExecFn, KillFn } from './cgroupfs';
 import { errnoOf } from './cgroupfs';
-import type { UsageSample } from './types';
+import type { SampleOptions, UsageSample } from './types';
 
 /** Name of the parent group (v1: in every hierarchy; v2: under the anchor) and of the systemd units. */
 export const PARENT_GROUP = 'svc-emu';
@@ -212,13 +212,13 @@ export async function rmdirRetry(fs: CgroupFs, dir: string, boundMs = 1000): Pro
  * Reads a cgroup v2 group's usage (shared by the cgroup-v2 and systemd-scope backends). `peakSeen` is
  * the running max of samples, used when the kernel has no memory.peak (< 5.19).
  */
-export async function sampleV2(fs: CgroupFs, dir: string, peakSeen: number): Promise<UsageSample> {
+export async function sampleV2(fs: CgroupFs, dir: string, peakSeen: number, opts?: SampleOptions): Promise<UsageSample> {
   const [current, peak, cpuStat, events, stat, pidsEvents] = await Promise.all([
     fs.read(`${dir}/memory.current`),
     fs.read(`${dir}/memory.peak`),
     fs.read(`${dir}/cpu.stat`),
     fs.read(`${dir}/memory.events`),
-    fs.read(`${dir}/memory.stat`),
+    opts?.anon === false ? null : fs.read(`${dir}/memory.stat`),
     fs.read(`${dir}/pids.events`),
   ]);
   const cpu = parseKeyedInts(cpuStat);

@@ -14,7 +14,7 @@ import {
   validateLimits,
   waitEmpty,
 } from './common';
-import type { GroupLimits, LimitBackend, LimitGroup, UsageSample } from './types';
+import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * Unprivileged desktops (cgroup v2 + a systemd user manager): each sandbox is a transient scope unit made
@@ -159,7 +159,7 @@ export class SystemdScopeGroup implements LimitGroup {
     return this.dir;
   }
 
-  async sample(): Promise<UsageSample> {
+  async sample(opts?: SampleOptions): Promise<UsageSample> {
     const dir = await this.cgroupDir();
     if (!dir) {
       return {
@@ -172,7 +172,7 @@ export class SystemdScopeGroup implements LimitGroup {
         limit_hits: 0,
       };
     }
-    const s = await sampleV2(this.d.fs, dir, this.peakSeen);
+    const s = await sampleV2(this.d.fs, dir, this.peakSeen, opts);
     this.peakSeen = Math.max(this.peakSeen, s.memory_bytes);
     return s;
   }

@@ -39,6 +39,12 @@ export interface UsageSample {
   pids_limit_hits?: number;
 }
 
+/** What a sample may leave out (LimitGroup.sample). */
+export interface SampleOptions {
+  /** Read `memory_anon_bytes` (default true). */
+  anon?: boolean;
+}
+
 export interface LimitGroup {
   readonly id: string;
   /** Argv that enters this group before exec'ing `argv` (the runner is in the group before it runs any code). */
@@ -55,7 +61,11 @@ export interface LimitGroup {
    * Absent where the kernel cannot reset it (v2 before 6.12): the peak of the samples is used then.
    */
   resetPeak?(): Promise<void>;
-  sample(): Promise<UsageSample>;
+  /**
+   * `anon: false` leaves `memory_anon_bytes` out (memory.stat is the costliest file to read: the kernel makes
+   * ~40 lines anew): the executor's first and last sample of a run, which no watchdog check reads it from.
+   */
+  sample(opts?: SampleOptions): Promise<UsageSample>;
   /** SIGKILL every process in the group (and wait until none is left, bounded). */
   killAll(): Promise<void>;
   /**
