@@ -4,8 +4,11 @@ executor/protocol.ts (read that file for the contract).
 
     PYTHON -u executor/runtimes/python/svc_runner.py --bundle DIR --entry main.py      (fd 3 open)
 
-One invocation at a time, on the main thread. A reader thread reads fd 3: `invoke` frames go to a queue
-the main thread serves, `reply` frames wake the host call waiting for them. sys.stdout / sys.stderr
+One invocation at a time, on the main thread. Between invocations the main thread reads fd 3 itself, so a
+warm call is one wakeup of one thread (no handoff between threads, no contention for the GIL). While a host
+call waits for its reply, a helper thread reads fd 3 instead (the handler is busy): `reply` frames wake the
+call waiting for them, any `invoke` frame goes to a queue the main thread serves; the helper parks again
+once no call is pending (see "frames in"). sys.stdout / sys.stderr
 writes made while an invocation runs become its `log` frames (capped per invocation); outside one they
 reach the real streams. Host calls (svc.store, svc.integrations) go through svc._host, which this runner
 fills in at start-up. Exits when fd 3 closes.
@@ -16,6 +19,7 @@ imported only when first needed.
 """
 import _json
 import _thread
+from _queue import SimpleQueue
 import os
 import sys
 import time
@@ -358,10 +362,16 @@ def _start_call(op, args, on_reply):
         args_json = _to_json(args, "the arguments of %s" % op)
     except _NotJson as e:
         return _refuse("bad_args", str(e))
-    with _pending_lock:
-        _call_seq[0] += 1
-        cid = "c%d" % _call_seq[0]
-        _pending[cid] = on_reply
+    with _read_lock:
+        # Under the lock that hands fd 3 between the threads: once the invocation has ended (_release) the
+        # main thread may be reading fd 3 itself, and a late call must not start the helper beside it.
+        if inv.done:
+            return _refuse("no_invocation", "%s: host calls can only be made while a handler runs" % op)
+        with _pending_lock:
+            _call_seq[0] += 1
+            cid = "c%d" % _call_seq[0]
+            _pending[cid] = on_reply
+        _helper_read()
     _drain_logs(inv)
     _write_line('{"t":"call","id":%s,"cid":"%s","op":"%s","args":%s}\n' % (inv.id_json, cid, op, args_json))
     return None
@@ -787,7 +797,8 @@ def _release(inv):
     connections, and the ones opened under it are closed. Done after the frame, a close_all could meet a
     connection accepted once the executor had the answer (a thread's race: the relay has its own)."""
     global _current
-    inv.done = True
+    with _read_lock:
+        inv.done = True
     if _current is not inv:
         return
     _current = None
@@ -842,45 +853,111 @@ def _handle_line(line, queue):
         _note("ignored a frame of unknown type %r" % (t,))
 
 
-def _reader(queue):
-    """Reads fd 3 until it closes: invokes to the queue, replies to their waiters."""
+# ---- frames in ----------------------------------------------------------------------------------------
+#
+# One thread at a time reads fd 3. Between invocations it is the main thread (_serve): a warm invoke wakes
+# only the thread that runs it. While a host call waits for its reply the handler is busy, so the helper
+# thread reads instead: _start_call turns it on (under _read_lock, with the call registered), and it turns
+# itself off, under the same lock, after a read that leaves no call pending, then queues _WAKE so a main
+# thread waiting on the queue goes back to reading fd 3. Whichever reads carries on the partial line the other
+# left (_inbox).
+
+_WAKE = object()
+_read_lock = _thread.allocate_lock()
+_helper_on = False  # the helper thread owns fd 3 (guarded by _read_lock)
+_helper_go = _thread.allocate_lock()  # released to let the parked helper read
+_helper_go.acquire()
+_helper_started = False
+_handoff = SimpleQueue()  # frames the helper read for the main thread
+
+
+class _Inbox:
+    """The bytes read from fd 3 that do not yet make a whole line."""
+
     parts = []
     held = 0
     discarding = False
+
+
+def _read_frames(sink):
+    """One read of fd 3; each whole frame goes to _handle_line (invoke / load frames: sink.put). False at the
+    end of fd 3."""
     while True:
         try:
             data = os.read(FD, 1 << 16)
+            break
         except InterruptedError:
             continue
         except OSError:
             data = b""
-        if not data:
             break
-        start = 0
-        nl = data.find(b"\n")
-        while nl >= 0:
-            if discarding:
-                discarding = False
-            elif parts:
-                parts.append(data[start:nl])
-                _handle_line(b"".join(parts), queue)
-            else:
-                _handle_line(data[start:nl], queue)
-            parts = []
-            held = 0
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        if start < len(data) and not discarding:
-            parts.append(data[start:])
-            held += len(data) - start
-            if held > MAX_FRAME_BYTES:
-                _note("ignored a frame over %d bytes" % MAX_FRAME_BYTES)
-                parts = []
-                held = 0
-                discarding = True
-    if _current is not None:
-        os._exit(0)  # nobody is left to answer the running invocation
-    queue.put(None)
+    if not data:
+        return False
+    box = _Inbox
+    start = 0
+    nl = data.find(b"\n")
+    while nl >= 0:
+        if box.discarding:
+            box.discarding = False
+        elif box.parts:
+            box.parts.append(data[start:nl])
+            line = b"".join(box.parts)
+            box.parts = []
+            box.held = 0
+            _handle_line(line, sink)
+        else:
+            _handle_line(data[start:nl], sink)
+        start = nl + 1
+        nl = data.find(b"\n", start)
+    if start < len(data) and not box.discarding:
+        box.parts.append(data[start:])
+        box.held += len(data) - start
+        if box.held > MAX_FRAME_BYTES:
+            _note("ignored a frame over %d bytes" % MAX_FRAME_BYTES)
+            box.parts = []
+            box.held = 0
+            box.discarding = True
+    return True
+
+
+def _helper_read():
+    """Has the helper thread read fd 3 (a host call is about to wait for its reply). Called with _read_lock held."""
+    global _helper_on, _helper_started
+    if _helper_on:
+        return
+    _helper_on = True
+    if not _helper_started:
+        _helper_started = True
+        _thread.start_new_thread(_helper, ())
+    _helper_go.release()
+
+
+def _helper():
+    """Reads fd 3 while host calls are pending (replies to their waiters, invokes to the queue), then parks."""
+    global _helper_on
+    while True:
+        _helper_go.acquire()
+        while True:
+            if not _read_frames(_handoff):
+                # fd 3 closed: the helper keeps it (_helper_on stays set), the main thread stops at the None.
+                if _current is not None:
+                    os._exit(0)  # nobody is left to answer the running invocation
+                _handoff.put(None)
+                return
+            with _read_lock:
+                with _pending_lock:
+                    idle = not _pending
+                if idle:
+                    _helper_on = False
+                    break
+        _handoff.put(_WAKE)
+
+
+class _MainSink:
+    __slots__ = ("put",)
+
+    def __init__(self, frames):
+        self.put = frames.append
 
 
 def main():
@@ -908,15 +985,26 @@ def main():
         _preload(opts.get("preload", ""), opts.get("warmup"))
     sys.path.insert(0, bundle_dir)
 
-    from _queue import SimpleQueue
-
-    queue = SimpleQueue()
-    _thread.start_new_thread(_reader, (queue,))
+    queue = _handoff
+    mine = []  # frames the main thread read itself, in order
+    sink = _MainSink(mine)
 
     loaded = "entry" in opts
     handler = _load(bundle_dir, opts["entry"]) if loaded else None
     while True:
-        frame = queue.get()
+        if mine:
+            frame = mine.pop(0)
+        else:
+            with _read_lock:
+                helper = _helper_on
+            if helper or not queue.empty():
+                frame = queue.get()
+                if frame is _WAKE:
+                    continue
+            else:
+                if not _read_frames(sink):
+                    break
+                continue
         if frame is None:
             break
         if frame["t"] == "load":
