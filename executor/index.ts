@@ -85,6 +85,8 @@ export async function createLocalHost(opts: {
    * gives `none` with the reason (executor/limits/detect.ts). test/executor/local-host.test.ts runs `none` here.
    */
   limitBackend?: LimitBackendName;
+  /** LocalHostOptions.spareLowWeightMs (tests pin how long a spare keeps its low CPU weight). */
+  spareLowWeightMs?: number;
 }): Promise<LocalHostBuild> {
   const runtime = await readRuntimeInfo(opts.projectRoot);
   const runtimesDir = join(opts.projectRoot, 'executor', 'runtimes');
@@ -112,6 +114,7 @@ export async function createLocalHost(opts: {
     egressSocket: opts.egressSocket ?? null,
     caBundle: opts.caBundle ?? null,
     ...(opts.onSpare ? { onSpare: opts.onSpare } : {}),
+    ...(opts.spareLowWeightMs !== undefined ? { spareLowWeightMs: opts.spareLowWeightMs } : {}),
   });
   await host.sweep();
   if (opts.sparesAfter) void opts.sparesAfter.finally(() => host.refillSpares()).catch(() => {});

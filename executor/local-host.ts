@@ -10,7 +10,7 @@ import { ExitEvent } from './exit-event';
 import { pidAlive, sweepLeftovers } from './leftovers';
 import { bwrapArgv, writeSandboxIdentity, type Bind } from './sandbox/bwrap';
 import { coreIsRoot, nprocCap, openSeccomp, type SandboxProfile } from './sandbox/profile';
-import type { LimitBackend, LimitGroup } from './limits/types';
+import type { CpuWeight, LimitBackend, LimitGroup } from './limits/types';
 import type { Sandbox, SandboxHost, SandboxHostInfo, SandboxSpec, SpareInfo, SpareStats } from './sandbox-host';
 import { FRAMEWORKS, importProfile, topLevelModules, type ImportProfile } from './import-profile';
 import type { PreloadedFrame } from './protocol';
@@ -70,6 +70,8 @@ export interface LocalHostOptions {
   caBundle?: string | null;
   /** housekeep(): a temp bundle dir untouched this long is a leftover whoever made it (default 10 min). */
   leftoverAgeMs?: number;
+  /** How long a spare keeps its low CPU weight, from its start (default SPARE_LOW_WEIGHT_MS; tests pin it). */
+  spareLowWeightMs?: number;
   /** Told when a spare starts and when one dies unclaimed (why, and whether another replaces it): a log line, a test's event. */
   onSpare?: (e: SpareEvent) => void;
 }
@@ -134,6 +136,19 @@ export const CA_BUNDLE_VARS = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_B
 /** A spare's memory limit until it is claimed (then the version's own limit applies). */
 const SPARE_MEMORY_MB = 1024;
 /**
+ * A spare's CPU weight until it is claimed (then the kernel's default, before its bundle loads): its start and a
+ * framework's import (~1.5 s of CPU for Mastra or LangGraph) run ahead in the background, and at the default weight they
+ * took the cores from live runs, from a timeout's kill (the killed processes need CPU to exit) and from the answer
+ * (docs/parity.md, "Spare runners (cold starts)"). A weight, not a cap: on idle cores a spare warms at full speed.
+ */
+const SPARE_CPU_WEIGHT: CpuWeight = 'low';
+/**
+ * How long a spare keeps its low weight (from its start): one still warming then takes the default, so live runs that
+ * keep the cores busy for long (a load test, a test suite's parallel files) slow its warm-up but never starve it. Past
+ * the moments that matter (a cold start's first run and its kill, right after the claim that started this spare).
+ */
+const SPARE_LOW_WEIGHT_MS = 3000;
+/**
  * Spares of a runtime that may die unclaimed in a row, each within SPARE_QUICK_DEATH_MS of its start, before
  * none replaces the last (a runtime that cannot start would otherwise be restarted for ever); a claim starts again.
  */
@@ -188,7 +203,7 @@ interface Spawned {
   /** The `preloaded` frame, once it came. */
   preload: PreloadedFrame | null;
   appDir: string;
-  limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number };
+  limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number; cpuWeight?: CpuWeight };
   group: LimitGroup;
   child: ChildProcess;
   channel: RunnerChannel;
@@ -198,6 +213,8 @@ interface Spawned {
   /** Under bubblewrap: whether the egress socket was there to bind when it started (see claimSpare). */
   egressBound: boolean;
   stopCollecting(): void;
+  /** A spare's lift to the default CPU weight at SPARE_LOW_WEIGHT_MS (cleared when it is claimed or ends). */
+  liftWeight?: NodeJS.Timeout;
   alive(): boolean;
   /** A closure over the runner (handed on as it is). */
   destroy: () => Promise<void>;
@@ -427,7 +444,7 @@ export class LocalSandboxHost implements SandboxHost {
     id: string,
     appDir: string,
     entry: string | null,
-    limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number },
+    limits: { memoryMb: number; pidsMax: number; tmpSizeMb: number; cpuWeight?: CpuWeight },
     profile: ImportProfile = 'plain',
     debug: { protocol: DebugSpec['protocol']; hostDir: string } | null = null,
   ): Promise<Spawned> {
@@ -492,7 +509,11 @@ export class LocalSandboxHost implements SandboxHost {
     let child: ChildProcess;
     let started: number;
     try {
-      group = await backend.create(groupId(id), { memoryMb: limits.memoryMb, pidsMax: limits.pidsMax });
+      group = await backend.create(groupId(id), {
+        memoryMb: limits.memoryMb,
+        pidsMax: limits.pidsMax,
+        ...(limits.cpuWeight ? { cpuWeight: limits.cpuWeight } : {}),
+      });
       const argv = group.wrap(inner);
       if (bwrap?.seccomp) seccompFd = openSeccomp(bwrap.seccomp);
       started = performance.now();
@@ -724,6 +745,9 @@ export class LocalSandboxHost implements SandboxHost {
   };
   private readonly spareDir: string;
   private spareSeq = 0;
+  private get lowWeightMs(): number {
+    return this.opts.spareLowWeightMs ?? SPARE_LOW_WEIGHT_MS;
+  }
   /**
    * In every spare's id, so two hosts of one process (tests, a core beside its agent) never share a limit
    * group: creating a group of an existing id empties it, and destroying one kills what is in it.
@@ -759,7 +783,13 @@ export class LocalSandboxHost implements SandboxHost {
     const id = `spare-${runtime}-${process.pid}-${this.spareTag}-${++this.spareSeq}`;
     const profile = profileOfKind(runtime, kind);
     const appDir = join(this.spareDir, id);
-    const limits = { memoryMb: SPARE_MEMORY_MB, pidsMax: this.opts.pidsMax ?? 256, tmpSizeMb: this.opts.tmpSizeMb ?? 64 };
+    // A low CPU weight until a version claims it (SPARE_CPU_WEIGHT).
+    const limits = {
+      memoryMb: SPARE_MEMORY_MB,
+      pidsMax: this.opts.pidsMax ?? 256,
+      tmpSizeMb: this.opts.tmpSizeMb ?? 64,
+      cpuWeight: SPARE_CPU_WEIGHT,
+    };
     let startNow = () => {};
     const due = after
       ? new Promise<void>((go) => {
@@ -792,6 +822,15 @@ export class LocalSandboxHost implements SandboxHost {
         if (this.closed || (i < 0 && !placeholder.taken)) return void r.destroy();
         if (i < 0) return;
         slot[i] = r;
+        // Still a spare and still warming at SPARE_LOW_WEIGHT_MS: the default weight (one already warm is idle: harmless).
+        r.liftWeight = setTimeout(
+          () => {
+            if (slot.includes(r) && r.alive()) void r.group.setCpuWeight?.('default').catch(() => {});
+          },
+          Math.max(0, this.lowWeightMs - (performance.now() - r.started)),
+        );
+        r.liftWeight.unref();
+        void r.exited.then(() => clearTimeout(r.liftWeight));
         // Started: its runner is up (its `preloaded` frame: a framework spare's has imported the framework too).
         void r.preloaded?.then((f) => {
           if (!f || this.closed) return;
@@ -882,7 +921,8 @@ export class LocalSandboxHost implements SandboxHost {
   /**
    * A cold start takes the spare of its bundle's import profile, if one is there (one still starting or importing is
    * waited for: its start runs uncapped, and a fresh start would do it all again). Its limits are set before the bundle loads: the
-   * version's memory limit, and its CPU quota (spec.cpuPercent), so the snippet's first instruction runs capped.
+   * version's memory limit, its CPU quota (spec.cpuPercent) and the default CPU weight (SPARE_CPU_WEIGHT), so the snippet's
+   * first instruction runs capped and weighed as any sandbox.
    * Null: none fits, start fresh — no spare of that profile, a spare of another shape, a framework spare already
    * over the version's memory limit (a fresh start's import meets the limit, as in production), or a Python bundle
    * with a module of a name the framework imported (in a fresh runner the bundle's would shadow it).
@@ -913,6 +953,14 @@ export class LocalSandboxHost implements SandboxHost {
       // A spare started before the egress proxy listened has no way out; one started now would.
       const egressLate =
         !!r && this.opts.bwrap !== null && !!this.opts.egressSocket && !r.egressBound && existsSync(this.opts.egressSocket);
+      // One still starting or importing is on this request's path now: the default CPU weight before it is waited for.
+      let weighed = false;
+      if (wasStarting && r?.alive() && !egressLate && r.group.setCpuWeight) {
+        weighed = await r.group.setCpuWeight('default').then(
+          () => true,
+          () => false, // tried again with the limits below, where a failure starts fresh
+        );
+      }
       const preload = r?.preloaded ? await this.waitPreloaded(r) : null;
       if (!r || !r.alive() || (r.preloaded && !preload) || egressLate) {
         await r?.destroy();
@@ -922,6 +970,8 @@ export class LocalSandboxHost implements SandboxHost {
       const usage = await r.group.sample().catch(() => null);
       const resident = usage ? (usage.memory_anon_bytes ?? usage.memory_bytes) : 0;
       if (preload?.modules?.some((m) => bundle.modules.includes(m)) || resident >= spec.memoryMb * MB) {
+        // Low again while its SPARE_LOW_WEIGHT_MS last (its lift is still set for then).
+        if (weighed && performance.now() - r.started < this.lowWeightMs) await r.group.setCpuWeight?.(SPARE_CPU_WEIGHT).catch(() => {});
         slot.unshift(r); // fits another version: kept
         return null;
       }
@@ -931,6 +981,7 @@ export class LocalSandboxHost implements SandboxHost {
         await Promise.all([
           r.group.setMemoryMb(spec.memoryMb),
           spec.cpuPercent !== undefined ? r.group.setCpuPercent(spec.cpuPercent) : null,
+          weighed ? null : r.group.setCpuWeight?.('default'),
           // A sync copy's throw becomes this promise's rejection (the limit writes are already under way).
           bundle.small
             ? new Promise<void>((done) => done(cpSync(src, r.appDir, { recursive: true })))
@@ -946,6 +997,7 @@ export class LocalSandboxHost implements SandboxHost {
         setImmediate(refill);
         continue;
       }
+      clearTimeout(r.liftWeight);
       this.claimed++;
       this.claimedBy[profile]++;
       this.spareDeaths[`${spec.runtime}:${kind}`] = 0;

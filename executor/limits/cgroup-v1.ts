@@ -2,6 +2,7 @@ import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
 import {
   CFS_PERIOD_US,
+  CPU_SHARES,
   PARENT_GROUP,
   enterGroupsArgv,
   killAllExcept,
@@ -21,7 +22,7 @@ import {
 } from './common';
 import type { CgroupMount } from './mountinfo';
 import { v1MountFor } from './mountinfo';
-import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
+import type { CpuWeight, GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * cgroup v1 (root). One group `svc-emu/<id>` in each hierarchy we need: memory, cpu, cpuacct, pids
@@ -31,7 +32,8 @@ import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample 
  *            swap and the kernel accounts it, plus memory.swappiness 0 otherwise (noted; see open()). Kernel OOM kills counted in
  *            memory.oom_control `oom_kill` (kernels < 4.13 lack the line: then 0, and the executor relies on
  *            memory.failcnt and its own watchdog).
- *   cpu:     cpu.cfs_period_us 100000, cpu.cfs_quota_us from percent (-1 = none); throttling in cpu.stat.
+ *   cpu:     cpu.cfs_period_us 100000, cpu.cfs_quota_us from percent (-1 = none); throttling in cpu.stat;
+ *            cpu.shares 2 for a `low` CPU weight (a warming spare), 1024 (the kernel's default) otherwise.
  *   cpuacct: cpuacct.usage (ns).
  *   pids:    pids.max.
  *
@@ -183,6 +185,8 @@ export class CgroupV1Backend implements LimitBackend {
       await this.fs.write(`${dirs.pids}/pids.max`, String(limits.pidsMax));
       await this.fs.write(`${dirs.cpu}/cpu.cfs_period_us`, String(CFS_PERIOD_US));
       await this.fs.write(`${dirs.cpu}/cpu.cfs_quota_us`, '-1');
+      // Every group says its weight (a leftover of a spare's id may still have a low one).
+      await this.fs.write(`${dirs.cpu}/cpu.shares`, String(CPU_SHARES[limits.cpuWeight ?? 'default']));
     } catch (err) {
       await group.destroy().catch(() => {});
       throw err;
@@ -268,6 +272,10 @@ export class CgroupV1Group implements LimitGroup {
     validateCpuPercent(percent);
     const q = quotaUs(percent);
     await this.fs.write(`${this.dirs.cpu}/cpu.cfs_quota_us`, q === null ? '-1' : String(q));
+  }
+
+  async setCpuWeight(weight: CpuWeight): Promise<void> {
+    await this.fs.write(`${this.dirs.cpu}/cpu.shares`, String(CPU_SHARES[weight]));
   }
 
   async sample(opts?: SampleOptions): Promise<UsageSample> {

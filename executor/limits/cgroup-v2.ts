@@ -2,6 +2,7 @@ import type { CgroupFs, KillFn } from './cgroupfs';
 import { errnoOf, nodeCgroupFs, nodeKill } from './cgroupfs';
 import {
   CFS_PERIOD_US,
+  CPU_WEIGHT,
   PARENT_GROUP,
   enterGroupsArgv,
   killAllExcept,
@@ -18,7 +19,7 @@ import {
   validateLimits,
   waitEmpty,
 } from './common';
-import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
+import type { CpuWeight, GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * cgroup v2, as root or in a delegated subtree.
@@ -42,7 +43,8 @@ import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample 
  * ancestor, same permission.
  *
  * Per group: memory.max, memory.swap.max 0, memory.oom.group 1 (a kernel OOM kill takes the whole sandbox,
- * as "killed hard" says), pids.max, cpu.max ("max 100000" or "QUOTA 100000"). Without the cpu controller
+ * as "killed hard" says), pids.max, cpu.max ("max 100000" or "QUOTA 100000"), cpu.weight (1 for a `low` CPU weight, a
+ * warming spare; 100, the kernel's default, otherwise). Without the cpu controller
  * (systemd < 252 does not delegate it; RHEL 9) the backend is `degraded`: the CPU cap is not enforced.
  * killAll writes cgroup.kill (kernel ≥ 5.14) or falls back to freeze (cgroup.freeze, kernel ≥ 5.2), SIGKILL,
  * thaw. killAllExcept(keep) — the end of each invocation — freezes the group, SIGKILLs every process not in
@@ -163,7 +165,10 @@ export class CgroupV2Backend implements LimitBackend {
         if (errnoOf(err) !== 'ENOENT' && errnoOf(err) !== 'EACCES') throw err;
       }
       await this.fs.write(`${dir}/pids.max`, String(limits.pidsMax));
-      if (this.cpu) await this.fs.write(`${dir}/cpu.max`, `max ${CFS_PERIOD_US}`);
+      if (this.cpu) {
+        await this.fs.write(`${dir}/cpu.max`, `max ${CFS_PERIOD_US}`);
+        await this.fs.write(`${dir}/cpu.weight`, String(CPU_WEIGHT[limits.cpuWeight ?? 'default']));
+      }
     } catch (err) {
       await group.destroy().catch(() => {});
       throw err;
@@ -235,6 +240,11 @@ export class CgroupV2Group implements LimitGroup {
     if (!this.cpu) return; // degraded: reported by the backend
     const q = quotaUs(percent);
     await this.fs.write(`${this.dir}/cpu.max`, `${q === null ? 'max' : q} ${CFS_PERIOD_US}`);
+  }
+
+  async setCpuWeight(weight: CpuWeight): Promise<void> {
+    if (!this.cpu) return; // no cpu controller: no weight either (degraded, reported by the backend)
+    await this.fs.write(`${this.dir}/cpu.weight`, String(CPU_WEIGHT[weight]));
   }
 
   async sample(opts?: SampleOptions): Promise<UsageSample> {

@@ -107,6 +107,8 @@ const INSTANT_WRITES = new Set([
   'memory.peak',
   'cpu.cfs_quota_us',
   'cpu.max',
+  'cpu.shares',
+  'cpu.weight',
   'freezer.state',
   'cgroup.freeze',
 ]);

@@ -26,6 +26,12 @@ export function validateCpuPercent(percent: number | null): void {
 }
 
 export const CFS_PERIOD_US = 100_000;
+/**
+ * The CPU weights (types.ts CpuWeight) as each interface writes them: the smallest the kernel takes, and its default
+ * (cgroup v1 cpu.shares 2..262144, default 1024; v2 cpu.weight and systemd's CPUWeight 1..10000, default 100).
+ */
+export const CPU_SHARES = { low: 2, default: 1024 } as const;
+export const CPU_WEIGHT = { low: 1, default: 100 } as const;
 /** The kernel refuses quotas under 1 ms. */
 export const CFS_MIN_QUOTA_US = 1_000;
 

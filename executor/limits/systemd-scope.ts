@@ -1,6 +1,7 @@
 import type { CgroupFs, ExecFn, KillFn } from './cgroupfs';
 import { nodeCgroupFs, nodeKill } from './cgroupfs';
 import {
+  CPU_WEIGHT,
   PARENT_GROUP,
   killAllExcept,
   killLoop,
@@ -14,14 +15,15 @@ import {
   validateLimits,
   waitEmpty,
 } from './common';
-import type { GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
+import type { CpuWeight, GroupLimits, LimitBackend, LimitGroup, SampleOptions, UsageSample } from './types';
 
 /**
  * Unprivileged desktops (cgroup v2 + a systemd user manager): each sandbox is a transient scope unit made
  * by `systemd-run --user --scope`, which puts itself into the new scope and then execs the runner — so the
  * runner is inside before it runs any code. Limits are unit properties (MemoryMax, MemorySwapMax,
- * TasksMax, later CPUQuota via `systemctl --user set-property --runtime`); usage is read from the scope's
- * cgroup directory (ControlGroup property) with the same v2 files as the cgroup-v2 backend.
+ * TasksMax, CPUWeight=1 for a warming spare; later CPUQuota and a claimed spare's CPUWeight=100 via `systemctl --user
+ * set-property --runtime`); usage is read from the scope's cgroup directory (ControlGroup property) with the same v2
+ * files as the cgroup-v2 backend.
  *
  * The cpu controller must be delegated to the user manager (systemd ≥ 252 does by default; RHEL 9 does
  * not): when it is not, CPUQuota is accepted and silently ignored, so the backend reports `degraded`.
@@ -126,6 +128,8 @@ export class SystemdScopeGroup implements LimitGroup {
       'TasksAccounting=yes',
       '-p',
       'CPUAccounting=yes',
+      // A warming spare's low weight, from its first instruction (setCpuWeight restores the default at its claim).
+      ...(this.limits.cpuWeight === 'low' ? ['-p', `CPUWeight=${CPU_WEIGHT.low}`] : []),
       '--',
       ...argv,
     ];
@@ -145,6 +149,12 @@ export class SystemdScopeGroup implements LimitGroup {
   async setCpuPercent(percent: number | null): Promise<void> {
     validateCpuPercent(percent);
     const value = percent === null ? 'CPUQuota=' : `CPUQuota=${formatPercent(percent)}%`;
+    const r = await this.systemctl(['set-property', '--runtime', this.scope, value]);
+    if (!r.ok) throw new Error(`systemctl --user set-property ${this.scope} ${value}: ${r.why}`);
+  }
+
+  async setCpuWeight(weight: CpuWeight): Promise<void> {
+    const value = `CPUWeight=${CPU_WEIGHT[weight]}`;
     const r = await this.systemctl(['set-property', '--runtime', this.scope, value]);
     if (!r.ok) throw new Error(`systemctl --user set-property ${this.scope} ${value}: ${r.why}`);
   }

@@ -9,7 +9,19 @@ export interface GroupLimits {
   memoryMb: number;
   /** Process/thread cap (fork bombs stop here). */
   pidsMax: number;
+  /**
+   * The group's CPU weight against the other sandboxes' groups (absent: `default`). A spare warming ahead is `low`
+   * (executor/local-host.ts): it gets the CPU that live runs, their kills and their answers leave over. Additive.
+   */
+  cpuWeight?: CpuWeight;
 }
+
+/**
+ * A group's CPU weight: `low` is the smallest the backend can set (cgroup v1 cpu.shares 2, v2 cpu.weight 1, a systemd
+ * scope's CPUWeight=1), `default` the kernel's own (1024, 100, 100). A weight is not a cap: alone on a CPU, a `low`
+ * group runs at full speed.
+ */
+export type CpuWeight = 'low' | 'default';
 
 export interface UsageSample {
   /** Monotonic ms when sampled. */
@@ -51,6 +63,11 @@ export interface LimitGroup {
   wrap(argv: string[]): string[];
   /** CPU quota in percent of one CPU; null lifts it (the init phase runs uncapped). */
   setCpuPercent(percent: number | null): Promise<void>;
+  /**
+   * Sets the group's CPU weight (GroupLimits.cpuWeight): a spare claimed by a version goes back to `default` before
+   * its bundle loads. Absent where the backend cannot weigh groups (`none`: docs/parity.md, "Spare runners"). Additive.
+   */
+  setCpuWeight?(weight: CpuWeight): Promise<void>;
   /**
    * Changes the memory limit of a running group (a spare sandbox, started ahead with a generous limit,
    * takes the limit of the version it is given). Rejects when the group cannot go below its usage.

@@ -10,7 +10,7 @@
 // fails. Only a host that lacks a capability skips (`hostReason`), naming it.
 import { afterAll, describe, expect, it, vi, type TestContext } from 'vitest';
 import { spawn } from 'node:child_process';
-import type { GroupLimits, LimitBackend, LimitBackendName, LimitGroup, UsageSample } from '../../executor/limits/types';
+import type { CpuWeight, GroupLimits, LimitBackend, LimitBackendName, LimitGroup, UsageSample } from '../../executor/limits/types';
 import { TREE_ARGV, alive, spawnTree, type Tree } from './processes';
 
 /** true: kept; a string: not kept here, and why (the suite tests the declared lack instead, with the why in its title). */
@@ -23,6 +23,8 @@ export interface LimitCaps {
   memory: Cap;
   /** The CPU quota is applied (set, changed, lifted). */
   cpu: Cap;
+  /** The CPU weight is applied (a group created `low`, setCpuWeight back to `default`): a warming spare's (executor/local-host.ts). */
+  weight: Cap;
   /** The process cap is applied. */
   pids: Cap;
   /** wrap() puts the command in the group before it runs, observed by running it here. */
@@ -42,6 +44,8 @@ export interface AppliedLimits {
   pidsMax: number;
   /** Percent of one CPU; null: uncapped. */
   cpuPercent: number | null;
+  /** The CPU weight as the host holds it: `low` or `default` (types.ts CpuWeight), else the value itself (as `other: <value>`). */
+  cpuWeight: CpuWeight | `other: ${string}`;
 }
 
 export interface LimitHarness {
@@ -60,6 +64,11 @@ export interface LimitHarness {
   exists(id: string): Promise<boolean>;
   /** Removes what the harness made (a fake tree); after its groups are destroyed. */
   cleanup?(): void | Promise<void>;
+}
+
+/** A weight file's value as AppliedLimits says it: its name in `names` (the backend's low and default), else the value. */
+export function weightOf(value: string, names: Record<string, CpuWeight>): AppliedLimits['cpuWeight'] {
+  return names[value] ?? `other: ${value}`;
 }
 
 const MiB = 1024 * 1024;
@@ -212,6 +221,30 @@ export function limitBackendConformance(
         expect((await h.applied(g)).cpuPercent).toBe(150);
         await g.setCpuPercent(null);
         expect((await h.applied(g)).cpuPercent).toBeNull();
+      });
+
+    if (!lacks(caps.weight))
+      it('a group created with a low CPU weight has it from its start; setCpuWeight sets the default and low again; the default is the default', async (ctx) => {
+        need(ctx);
+        const { h, g } = await fresh({ ...LIMITS, cpuWeight: 'low' });
+        expect((await h.applied(g)).cpuWeight).toBe('low');
+        expect(g.setCpuWeight, 'a backend that weighs groups can change the weight').toBeTypeOf('function');
+        await g.setCpuWeight!('default');
+        expect((await h.applied(g)).cpuWeight).toBe('default');
+        await g.setCpuWeight!('low');
+        expect((await h.applied(g)).cpuWeight).toBe('low');
+        // A group not asked for a weight has the kernel's default, and so does one asked for it.
+        const plain = await fresh(LIMITS, undefined, h);
+        expect((await h.applied(plain.g)).cpuWeight).toBe('default');
+        const asked = await fresh({ ...LIMITS, cpuWeight: 'default' }, undefined, h);
+        expect((await h.applied(asked.g)).cpuWeight).toBe('default');
+      });
+    else
+      it(`weighs no group (${caps.weight}): setCpuWeight is absent, and a group asked for a low weight is made as any other`, async (ctx) => {
+        need(ctx);
+        const { g } = await fresh({ ...LIMITS, cpuWeight: 'low' });
+        expect(g.setCpuWeight).toBeUndefined();
+        expect(g.wrap(['/bin/echo', 'x']).slice(-2)).toEqual(['/bin/echo', 'x']);
       });
 
     it('setCpuPercent refuses a quota that is not above 0', async (ctx) => {

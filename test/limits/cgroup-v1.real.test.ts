@@ -9,7 +9,7 @@ import { MemoryWatchdog } from '../../executor/limits/watchdog';
 import type { OomEvidence } from '../../executor/limits/watchdog';
 import type { LimitGroup, UsageSample } from '../../executor/limits/types';
 import { bwrapArgv, bwrapAvailable } from '../../executor/sandbox/bwrap';
-import { limitBackendConformance, type LimitHarness } from '../conformance/limit-backend';
+import { limitBackendConformance, weightOf, type LimitHarness } from '../conformance/limit-backend';
 import { TREE_ARGV, spawnTree } from '../conformance/processes';
 import { cgroupV1Status, killedBySigkill, loudSkip, median, mountinfo, pythonBinds, pythonPath, run, uniqueId } from './host';
 
@@ -132,6 +132,27 @@ describe.skipIf(!usable)('cgroup-v1 backend on this host (real cgroups)', () => 
       `CPU share of a 1.5 s busy loop (cpu-ns / wall-ns, python start included): 10% → ${(capped.share * 100).toFixed(1)}% (throttled ${capped.throttledMs.toFixed(0)} ms, wall ${capped.wallMs.toFixed(0)} ms); ` +
         `50% → ${(half.share * 100).toFixed(1)}% (wall ${half.wallMs.toFixed(0)} ms); uncapped → ${(free.share * 100).toFixed(1)}% (wall ${free.wallMs.toFixed(0)} ms)`,
     );
+  });
+
+  it('(d) a group of low CPU weight (a warming spare) yields the CPU: two 1 s busy loops on one CPU, the default group takes ≥ 5× the low one’s', async () => {
+    // Both pinned to the same CPU, each spinning over the same second of wall time (from `start`, given in argv, after
+    // both have started: a low group's own start waits while the CPUs are busy) and reporting the CPU time it had in it:
+    // the kernel shares that CPU by weight (cpu.shares 1024 against 2). Other work on the CPU takes from both alike.
+    const loop =
+      'import os, sys, time\nos.sched_setaffinity(0, {0})\nstart = float(sys.argv[1])\ntime.sleep(max(0, start - time.time()))\n' +
+      'c = time.process_time()\nwhile time.time() < start + 1.0: pass\nprint(round((time.process_time() - c) * 1000))';
+    const start = String(Date.now() / 1000 + 2);
+    const low = (await backend.create(uniqueId('w'), { memoryMb: 64, pidsMax: 8, cpuWeight: 'low' })) as CgroupV1Group;
+    groups.push(low);
+    const dflt = await group(64, 8, 'w');
+    expect(readFileSync(`${low.dirs.cpu}/cpu.shares`, 'utf8').trim()).toBe('2');
+    expect(readFileSync(`${dflt.dirs.cpu}/cpu.shares`, 'utf8').trim()).toBe('1024');
+    const [a, b] = await Promise.all([run(low.wrap([py, '-c', loop, start])), run(dflt.wrap([py, '-c', loop, start]))]);
+    expect(a.code, a.stderr).toBe(0);
+    expect(b.code, b.stderr).toBe(0);
+    const [lowMs, dfltMs] = [Number(a.stdout.trim()), Number(b.stdout.trim())];
+    expect(dfltMs, `default ${dfltMs} ms of CPU, low ${lowMs} ms`).toBeGreaterThan(5 * lowMs);
+    figures.push(`two 1 s busy loops on one CPU: cpu.shares 1024 → ${dfltMs} ms of CPU, cpu.shares 2 → ${lowMs} ms`);
   });
 
   /** Runs 300 MB under 64 MiB with the watchdog; returns when the watchdog tripped and when the process ended. */
@@ -309,6 +330,7 @@ async function v1Harness(): Promise<LimitHarness> {
         memoryBytes: Number(read(`${dirs.memory}/memory.limit_in_bytes`)),
         pidsMax: Number(read(`${dirs.pids}/pids.max`)),
         cpuPercent: quota < 0 ? null : (quota / Number(read(`${dirs.cpu}/cpu.cfs_period_us`))) * 100,
+        cpuWeight: weightOf(read(`${dirs.cpu}/cpu.shares`).trim(), { '2': 'low', '1024': 'default' }),
       };
     },
     probeArgv: (g) => [
@@ -347,6 +369,6 @@ async function v1Harness(): Promise<LimitHarness> {
 limitBackendConformance(
   'cgroup-v1',
   v1Harness,
-  { memory: true, cpu: true, pids: true, placement: true, usage: true, oom: true, sweep: true, degraded: null },
+  { memory: true, cpu: true, weight: true, pids: true, placement: true, usage: true, oom: true, sweep: true, degraded: null },
   usable ? null : `cgroup v1: ${status.ok ? 'no python3' : status.reason}`,
 );

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'no
 import { CgroupV2Backend, CgroupV2Group, planCgroupV2 } from '../../executor/limits/cgroup-v2';
 import { errnoOf, nodeCgroupFs } from '../../executor/limits/cgroupfs';
 import type { CgroupFs, KillFn } from '../../executor/limits/cgroupfs';
-import { limitBackendConformance, type LimitHarness } from '../conformance/limit-backend';
+import { limitBackendConformance, weightOf, type LimitHarness } from '../conformance/limit-backend';
 import { TREE_ARGV, spawnTree } from '../conformance/processes';
 import { fakeTree, hookedFs } from './fake-cgroupfs';
 
@@ -98,13 +98,15 @@ describe('cgroup-v2 backend (fake cgroupfs)', () => {
     expect(s.oom_kills).toBe(0); // no memory.events → 0
   });
 
-  it('without the cpu controller: degraded, no cpu.max written, setCpuPercent is a no-op', async () => {
+  it('without the cpu controller: degraded, no cpu.max nor cpu.weight written, setCpuPercent and setCpuWeight are no-ops', async () => {
     const { t, backend } = await openFake('memory pids');
     expect(backend.degraded).toMatch(/CPU cap is not enforced/);
     expect(t.read('cg/svc-emu/cgroup.subtree_control')).toBe('+memory +pids');
-    const g = await backend.create('sb5', { memoryMb: 64, pidsMax: 8 });
+    const g = await backend.create('sb5', { memoryMb: 64, pidsMax: 8, cpuWeight: 'low' });
     await g.setCpuPercent(10);
+    await g.setCpuWeight!('default');
     expect(existsSync(`${t.root}/cg/svc-emu/sb5/cpu.max`)).toBe(false);
+    expect(existsSync(`${t.root}/cg/svc-emu/sb5/cpu.weight`)).toBe(false);
   });
 
   it('plan refuses a cgroup without memory/pids or one we cannot write', async () => {
@@ -154,7 +156,7 @@ describe('cgroup-v2 backend (fake cgroupfs)', () => {
       [102, 'SIGKILL'],
     ]);
     // a real cgroup dir has only kernel files; the fake one has the files we wrote: clear them for rmdir
-    for (const f of ['memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cpu.max', 'cgroup.procs']) {
+    for (const f of ['memory.max', 'memory.swap.max', 'memory.oom.group', 'pids.max', 'cpu.max', 'cpu.weight', 'cgroup.procs']) {
       await import('node:fs/promises').then((m) => m.rm(`${dir}/${f}`, { force: true }));
     }
     await g.destroy();
@@ -221,6 +223,7 @@ async function fakeV2Harness(): Promise<LimitHarness> {
         memoryBytes: Number(t.read(`cg/svc-emu/${g.id}/memory.max`)),
         pidsMax: Number(t.read(`cg/svc-emu/${g.id}/pids.max`)),
         cpuPercent: quota === 'max' ? null : (Number(quota) / Number(period)) * 100,
+        cpuWeight: weightOf(t.read(`cg/svc-emu/${g.id}/cpu.weight`).trim(), { '1': 'low', '100': 'default' }),
       };
     },
     probeArgv: (g) => ['/bin/sh', '-c', `grep -qx "$$" '${dirOf(g)}/cgroup.procs' && echo in-group`],
@@ -246,6 +249,7 @@ async function fakeV2Harness(): Promise<LimitHarness> {
 limitBackendConformance('cgroup-v2', fakeV2Harness, {
   memory: true,
   cpu: true,
+  weight: true,
   pids: true,
   placement: true,
   usage: true,

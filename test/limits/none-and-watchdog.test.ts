@@ -54,6 +54,7 @@ limitBackendConformance(
   {
     memory: 'only the timeout is enforced',
     cpu: 'only the timeout is enforced',
+    weight: 'no cgroup to weigh (a nice value an unprivileged core raised could not be lowered again at the claim)',
     pids: 'the sandbox sets RLIMIT_NPROC where it can: docs/security.md',
     placement: "it tracks the runner's process group instead",
     usage: true,

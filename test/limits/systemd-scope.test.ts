@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync }
 import { errnoOf } from '../../executor/limits/cgroupfs';
 import type { ExecFn, KillFn } from '../../executor/limits/cgroupfs';
 import { SCOPE_NO_SWEEP, SystemdScopeBackend, SystemdScopeGroup, parseControlGroup } from '../../executor/limits/systemd-scope';
-import { limitBackendConformance, type LimitHarness } from '../conformance/limit-backend';
+import { limitBackendConformance, weightOf, type LimitHarness } from '../conformance/limit-backend';
 import { TREE_ARGV, spawnTree } from '../conformance/processes';
 import { USER_SERVICE, fakeExec, fakeTree } from './fake-cgroupfs';
 
@@ -78,6 +78,21 @@ describe('systemd-scope backend (fake systemd)', () => {
       ['systemctl', '--user', 'set-property', '--runtime', 'svc-emu-sb1.scope', 'CPUQuota=10%'],
       ['systemctl', '--user', 'set-property', '--runtime', 'svc-emu-sb1.scope', 'CPUQuota=12.5%'],
       ['systemctl', '--user', 'set-property', '--runtime', 'svc-emu-sb1.scope', 'CPUQuota='],
+    ]);
+  });
+
+  it('a low CPU weight is a CPUWeight=1 property of the scope from its start; setCpuWeight changes it with set-property --runtime', async () => {
+    const { backend, ex } = setup();
+    const low = await backend.create('sb1', { memoryMb: 64, pidsMax: 8, cpuWeight: 'low' });
+    const argv = low.wrap(['/opt/bun', 'runner.js']);
+    expect(argv.slice(argv.indexOf('CPUWeight=1') - 1, argv.indexOf('--'))).toEqual(['-p', 'CPUWeight=1']);
+    const plain = await backend.create('sb2', { memoryMb: 64, pidsMax: 8 });
+    expect(plain.wrap(['/opt/bun']).some((a) => a.startsWith('CPUWeight='))).toBe(false); // systemd's default
+    await low.setCpuWeight!('default');
+    await low.setCpuWeight!('low');
+    expect(ex.calls).toEqual([
+      ['systemctl', '--user', 'set-property', '--runtime', 'svc-emu-sb1.scope', 'CPUWeight=100'],
+      ['systemctl', '--user', 'set-property', '--runtime', 'svc-emu-sb1.scope', 'CPUWeight=1'],
     ]);
   });
 
@@ -230,6 +245,8 @@ mkdir -p "$dir" && echo $$ >> "$dir/cgroup.procs" && exec "$@"
         memoryBytes: Number(prop('MemoryMax')),
         pidsMax: Number(prop('TasksMax')),
         cpuPercent: cpu ? Number.parseFloat(cpu) : null,
+        // Unset: systemd's default (CPUWeight=100).
+        cpuWeight: weightOf(prop('CPUWeight') ?? '100', { '1': 'low', '100': 'default' }),
       };
     },
     probeArgv: (g) => ['/bin/sh', '-c', `grep -qx "$$" '${procsOf(scopeOf(g))}' && echo in-group`],
@@ -256,6 +273,7 @@ mkdir -p "$dir" && echo $$ >> "$dir/cgroup.procs" && exec "$@"
 limitBackendConformance('systemd-scope', fakeSystemdHarness, {
   memory: true,
   cpu: true,
+  weight: true,
   pids: true,
   placement: true,
   usage: true,
