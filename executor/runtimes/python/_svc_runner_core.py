@@ -107,8 +107,11 @@ def _write_line(text):
     """Writes one whole line to fd 3; frames never interleave and leave in the order they were made."""
     data = text.encode("utf-8", "surrogatepass")
     with _write_lock:
-        view = memoryview(data)
         try:
+            n = os.write(FD, data)  # one write is the usual case (a frame under the socket's buffer)
+            if n == len(data):
+                return
+            view = memoryview(data)[n:]
             while view:
                 n = os.write(FD, view)
                 view = view[n:]
@@ -150,7 +153,7 @@ class _Invocation:
     def __init__(self, inv_id):
         self.t0 = time.perf_counter()  # the agent steps' clock (at_ms)
         self.id = inv_id
-        self.id_json = _dumps_loose(inv_id)
+        self.id_json = _json.encode_basestring_ascii(inv_id)  # a str (_valid_invoke): what _dumps makes of it
         self.log_bytes = 0
         self.truncated = False
         self.dropped = 0
@@ -225,6 +228,8 @@ class _LogStream:
             self.write(line)
 
     def _drain(self, inv):
+        if not self._hold:  # nothing held (a write racing this check is one made after the drain)
+            return
         with self._lock:
             if not self._hold:
                 return
@@ -295,8 +300,12 @@ def _apply_env(env):
     for key, value in env.items():
         environ[key] = value
     _invocation_env_keys = tuple(env)
-    # The way out stays the relay whatever the invocation's env says.
-    environ.update(_egress_env)
+    # The way out stays the relay whatever the invocation's env (or code run before it) says; a value already
+    # right is not set again (a read costs half a putenv).
+    get = environ.get
+    for key, value in _egress_env.items():
+        if get(key) != value:
+            environ[key] = value
 
 
 # ---- egress --------------------------------------------------------------------------------------------
@@ -819,7 +828,12 @@ def _valid_invoke(f):
     if not isinstance(f.get("id"), str) or not isinstance(f.get("input"), dict):
         return False
     env = f.get("env")
-    return isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+    if not isinstance(env, dict):
+        return False
+    for v in env.values():
+        if not isinstance(v, str):
+            return False
+    return True
 
 
 def _handle_line(line, queue):
