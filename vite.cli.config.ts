@@ -26,7 +26,16 @@ export default defineConfig({
     rolldownOptions: {
       external: [...builtinModules.flatMap((m) => [m, `node:${m}`]), ...deps.map((d) => new RegExp(`^${escape(d)}(/.*)?$`))],
       // Chunks sit beside the entry, so paths a module computes from import.meta.url mean the same in all.
-      output: { format: 'es', entryFileNames: 'svc-emu.mjs', chunkFileNames: '[name]-[hash].mjs' },
+      // No comments and ASCII only (other characters as \u escapes): V8 keeps each module's source as a string
+      // for the core's life, and one character outside Latin-1 makes the whole chunk two bytes a character
+      // (~1.2 MB of the idle core's heap; docs/architecture.md, "What the idle core holds"). The maps keep the comments.
+      output: {
+        format: 'es',
+        entryFileNames: 'svc-emu.mjs',
+        chunkFileNames: '[name]-[hash].mjs',
+        comments: false,
+        charset: 'ascii',
+      },
     },
   },
 });

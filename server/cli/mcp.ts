@@ -1,4 +1,3 @@
-import { runMcpStdio } from '../mcp/server';
 import type { McpTarget } from '../mcp/connection';
 import type { Target } from './locate';
 
@@ -51,6 +50,8 @@ export async function runMcpCommand(
     const t = await target();
     where = t.kind === 'url' ? { kind: 'url', url: t.url, adminToken: t.adminToken } : { kind: 'dir', dataDir: t.dataDir };
   }
+  // Loaded here, not with the CLI: the MCP SDK (and its ajv and zod-to-json-schema) costs the idle core ~8 MB.
+  const { runMcpStdio } = await import('../mcp/server');
   await runMcpStdio({ target: where, cwd: io.cwd, log: io.stderr, stop: io.untilSignal() });
   return 0;
 }
