@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { SourceMap } from 'node:module';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { helloAnswer, leanClient } from './lean-http';
@@ -59,6 +59,13 @@ const GROUPS: [string, (src: string, fn: string) => boolean][] = [
   ['server, other', (s) => /(^|\/)server\//.test(s)],
 ];
 
+/** A process's CPU time so far (user + system), ms, from /proc/<pid>/stat (clock ticks of 10 ms). */
+function processCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 export async function profileBench(opts: { invokes: number; log: (line: string) => void }) {
   mkdirSync(RESULTS, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -70,6 +77,8 @@ export async function profileBench(opts: { invokes: number; log: (line: string) 
   let latency;
   /** The timed invokes' window on the monotonic clock, in µs: V8's profile timestamps use the same clock here. */
   let window: [number, number] | null = null;
+  /** The core's CPU time (user + system, the kernel's count) over the same window, in ms. */
+  let cpuMs: number | null = null;
   try {
     const ok = okCall(client(core.url, core.apiKey));
     await ok('POST', '/v1/snippets', { name: 'hello', runtime: 'bun' });
@@ -87,12 +96,16 @@ export async function profileBench(opts: { invokes: number; log: (line: string) 
     const nowUs = () => Number(process.hrtime.bigint() / 1000n);
     try {
       for (let i = -200; i < opts.invokes; i++) {
-        if (i === 0) window = [nowUs(), 0];
+        if (i === 0) {
+          window = [nowUs(), 0];
+          cpuMs = -processCpuMs(core.child.pid);
+        }
         const t = performance.now();
         await c.hit();
         if (i >= 0) ms.push(performance.now() - t);
       }
       if (window) window[1] = nowUs();
+      if (cpuMs !== null) cpuMs += processCpuMs(core.child.pid);
     } finally {
       c.close();
     }
@@ -105,7 +118,7 @@ export async function profileBench(opts: { invokes: number; log: (line: string) 
   const path = join(RESULTS, name);
   if (!existsSync(path)) throw new Error(`no profile at ${path}: did the core exit cleanly? (${readdirSync(RESULTS).join(', ')})`);
   const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
-  const md = summarise(profile, { invokes: opts.invokes, latency, raw: relative(ROOT, path), window });
+  const md = summarise(profile, { invokes: opts.invokes, latency, raw: relative(ROOT, path), window, cpuMs });
   const mdPath = join(RESULTS, `profile-${stamp}.md`);
   writeFileSync(mdPath, md);
   writeFileSync(KEPT, md);
@@ -135,7 +148,13 @@ function sourceMapper() {
 
 function summarise(
   p: CpuProfile,
-  run: { invokes: number; latency: ReturnType<typeof stats> | undefined; raw: string; window: [number, number] | null },
+  run: {
+    invokes: number;
+    latency: ReturnType<typeof stats> | undefined;
+    raw: string;
+    window: [number, number] | null;
+    cpuMs: number | null;
+  },
 ): string {
   // Only the samples taken while the timed invokes ran (start-up, set-up and warm-up left out), when the
   // window falls inside the profile (the same monotonic clock); else the whole profile, said so below.
@@ -207,6 +226,11 @@ function summarise(
     '(Bun) is another process: its time shows here as the core’s idle time. Raw profile (not committed): `' + run.raw + '`.',
     '',
     `- ${run.invokes} invokes${l ? `, latency p50 ${l.p50_ms} ms, p99 ${l.p99_ms} ms` : ''}; ${inProfile ? 'the samples of the timed invokes' : 'the whole profile (start-up included: the invokes’ window was not inside it)'}, ${msOf(to - from)} ms: core busy ${msOf(busy)} ms (${pct(busy, total)}), **${perInvoke(busy)} µs of core CPU per invoke**.`,
+    ...(run.cpuMs !== null
+      ? [
+          `- The kernel's count of the core's CPU time over the same invokes (\`/proc/<pid>/stat\`, user + system): ${run.cpuMs.toFixed(0)} ms, **${((run.cpuMs * 1000) / run.invokes).toFixed(1)} µs per invoke**. Both figures grow on a loaded host (the sampler's own cost included), so compare them only within one run or between runs at a similar load (load average ${loadavg()[0]!.toFixed(1)} at the end of this one).`,
+        ]
+      : []),
     '- A native frame (readFileUtf8, writev, …) or one of Node’s own (node:…) is charged, in the group and file tables, to its nearest',
     '  caller in the project or its packages (the code that chose to read the file or write the socket); the function table shows both (`frame ← caller`).',
     '',
