@@ -457,6 +457,21 @@ describe('Repository.mutateRecordsLazy (the journal, within 50 ms)', () => {
     await after.close();
   });
 
+  it('in a batch of many changed records too (looked up another way), the trimmed ones stay out and the rest are kept', async () => {
+    const repo = await Repository.open(dbPath);
+    const ids = Array.from({ length: 12 }, (_, i) => `inv_${i + 1}`);
+    for (const id of ids) repo.mutateRecordsLazy(push(id, 'succeeded'), (r) => [r]);
+    repo.mutateRecordsLazy(
+      (db) => void db.invocations.splice(0, 3),
+      () => [],
+    );
+    await repo.writeLazyRecords();
+    const after = await Repository.open(dbPath);
+    expect(after.read((db) => db.invocations.map((i) => i.id))).toEqual(ids.slice(3));
+    await repo.close();
+    await after.close();
+  });
+
   it('db.json is rewritten once the journal holds compactAfterLines lazy lines, and a db.json write covers what is pending', async () => {
     const repo = await Repository.open(dbPath, { compactAfterLines: 3 });
     for (const id of ['inv_1', 'inv_2']) {
