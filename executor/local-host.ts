@@ -574,9 +574,15 @@ export class LocalSandboxHost implements SandboxHost {
             child.kill('SIGKILL');
           }
         }
-        await group.destroy().catch(() => {});
+        // Its processes are gone when this resolves (a timeout's or an OOM's answer waits for that: killed hard). The
+        // emptied group's removal and a spare's dir follow off the caller's path (~2–3 ms here, more on a busy host):
+        // close() waits for them.
+        await group.killAll().catch(() => {});
         channel.close();
-        if (appDir.startsWith(this.spareDir)) await rm(appDir, { recursive: true, force: true }).catch(() => {});
+        this.removing(async () => {
+          await group.destroy().catch(() => {});
+          if (appDir.startsWith(this.spareDir)) await rm(appDir, { recursive: true, force: true }).catch(() => {});
+        });
       },
     };
     void preloaded?.then((f) => (spawned.preload = f));
@@ -1033,6 +1039,14 @@ export class LocalSandboxHost implements SandboxHost {
         await spawned?.destroy();
       }),
     );
+    while (this.removals.size) await Promise.all([...this.removals]);
+  }
+
+  /** Emptied groups (and spare dirs) still being removed after their sandbox's destroy resolved: close() waits for them. */
+  private readonly removals = new Set<Promise<void>>();
+  private removing(work: () => Promise<void>): void {
+    const p: Promise<void> = work().finally(() => this.removals.delete(p));
+    this.removals.add(p);
   }
 }
 

@@ -81,7 +81,7 @@ function weightOf(pid: number, backend: 'cgroup-v1' | 'cgroup-v2'): string {
   return readFileSync(join(pickV2Mount(mounts)!.mountPoint, path, 'cpu.weight'), 'utf8').trim();
 }
 
-/** A spare of `runtime` and profile that has a runner (its id and pid), in `state` if given; waited for up to 30 s. */
+/** A spare of `runtime` and profile that has a runner (its id and pid), in `state` if given; waited for up to 90 s. */
 async function spare(h: LocalSandboxHost, runtime: Runtime, profile: string, state?: string): Promise<{ id: string; pid: number }> {
   return vi.waitFor(
     () => {
@@ -90,7 +90,7 @@ async function spare(h: LocalSandboxHost, runtime: Runtime, profile: string, sta
       if (!s || !pid) throw new Error(`no ${profile} ${runtime} spare ${state ?? ''}: ${JSON.stringify(h.spareStats().spares)}`);
       return { id: s.id, pid };
     },
-    { timeout: 30_000, interval: 20 },
+    { timeout: 90_000, interval: 20 },
   );
 }
 
@@ -112,6 +112,7 @@ async function pythonSpec(h: LocalSandboxHost, top: string) {
   };
 }
 
+// Each test waits up to 120 s: a framework import on a busy 2-core host takes its time (the waits are for events, not timed).
 describe('a spare’s CPU weight', () => {
   it('is low while it waits, the default once a version claims it (set before its bundle has loaded), and low again for its replacement', async (ctx) => {
     if (!installed) ctx.skip(NOT_INSTALLED);
@@ -141,13 +142,13 @@ describe('a spare’s CPU weight', () => {
           if (s.id === first.id) throw new Error('no replacement yet');
           return s;
         },
-        { timeout: 30_000, interval: 20 },
+        { timeout: 90_000, interval: 20 },
       );
       await vi.waitFor(() => expect(weightOf(next.pid, backend)).toBe(LOW[backend]), { timeout: 10_000, interval: 10 });
     } finally {
       await sandbox.destroy();
     }
-  });
+  }, 120_000);
 
   it('goes back to the default as soon as a claim waits for a framework spare still importing', async (ctx) => {
     if (!installed) ctx.skip(NOT_INSTALLED);
@@ -178,7 +179,7 @@ describe('a spare’s CPU weight', () => {
     } finally {
       await sandbox.destroy();
     }
-  });
+  }, 120_000);
 
   it('goes to the default once its low phase is over (spareLowWeightMs), claimed or not', async (ctx) => {
     if (!installed) ctx.skip(NOT_INSTALLED);
@@ -196,5 +197,5 @@ describe('a spare’s CPU weight', () => {
     );
     expect([...weights].every((w) => w === LOW[backend] || w === DEFAULT[backend])).toBe(true);
     expect(h.spareStats().claimed).toBe(0);
-  });
+  }, 120_000);
 });
