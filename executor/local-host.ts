@@ -136,12 +136,14 @@ export const CA_BUNDLE_VARS = ['SSL_CERT_FILE', 'REQUESTS_CA_BUNDLE', 'CURL_CA_B
 /** A spare's memory limit until it is claimed (then the version's own limit applies). */
 const SPARE_MEMORY_MB = 1024;
 /**
- * A spare's CPU weight until it is claimed (then the kernel's default, before its bundle loads): its start and a
- * framework's import (~1.5 s of CPU for Mastra or LangGraph) run ahead in the background, and at the default weight they
- * took the cores from live runs, from a timeout's kill (the killed processes need CPU to exit) and from the answer
- * (docs/parity.md, "Spare runners (cold starts)"). A weight, not a cap: on idle cores a spare warms at full speed.
+ * A spare's CPU weight by kind until it is claimed (then the kernel's default, before its bundle loads). A framework
+ * spare's import and warm-up (~1.5 s of CPU for Mastra or LangGraph) run ahead in the background, and at the default
+ * weight they took the cores from live runs, from a timeout's kill (the killed processes need CPU to exit) and from the
+ * answer (docs/parity.md, "Spare runners (cold starts)"). A weight, not a cap: on idle cores a spare warms at full speed.
+ * A plain spare's start is short (~0.1 s of CPU) and the next cold start often waits for it (a timeout's sandbox is
+ * replaced by the next run's claim): low, on busy cores it waited ~0.2 s more for its start (measured here, load ~12).
  */
-const SPARE_CPU_WEIGHT: CpuWeight = 'low';
+const SPARE_CPU_WEIGHT: Record<SpareKind, CpuWeight> = { plain: 'default', framework: 'low' };
 /**
  * How long a spare keeps its low weight (from its start): one still warming then takes the default, so live runs that
  * keep the cores busy for long (a load test, a test suite's parallel files) slow its warm-up but never starve it. Past
@@ -789,12 +791,12 @@ export class LocalSandboxHost implements SandboxHost {
     const id = `spare-${runtime}-${process.pid}-${this.spareTag}-${++this.spareSeq}`;
     const profile = profileOfKind(runtime, kind);
     const appDir = join(this.spareDir, id);
-    // A low CPU weight until a version claims it (SPARE_CPU_WEIGHT).
+    // A framework spare has a low CPU weight until a version claims it (SPARE_CPU_WEIGHT).
     const limits = {
       memoryMb: SPARE_MEMORY_MB,
       pidsMax: this.opts.pidsMax ?? 256,
       tmpSizeMb: this.opts.tmpSizeMb ?? 64,
-      cpuWeight: SPARE_CPU_WEIGHT,
+      cpuWeight: SPARE_CPU_WEIGHT[kind],
     };
     let startNow = () => {};
     const due = after
@@ -829,14 +831,17 @@ export class LocalSandboxHost implements SandboxHost {
         if (i < 0) return;
         slot[i] = r;
         // Still a spare and still warming at SPARE_LOW_WEIGHT_MS: the default weight (one already warm is idle: harmless).
-        r.liftWeight = setTimeout(
-          () => {
-            if (slot.includes(r) && r.alive()) void r.group.setCpuWeight?.('default').catch(() => {});
-          },
-          Math.max(0, this.lowWeightMs - (performance.now() - r.started)),
-        );
-        r.liftWeight.unref();
-        void r.exited.then(() => clearTimeout(r.liftWeight));
+        if (r.limits.cpuWeight === 'low') {
+          const lift = setTimeout(
+            () => {
+              if (slot.includes(r) && r.alive()) void r.group.setCpuWeight?.('default').catch(() => {});
+            },
+            Math.max(0, this.lowWeightMs - (performance.now() - r.started)),
+          );
+          lift.unref();
+          r.liftWeight = lift;
+          void r.exited.then(() => clearTimeout(lift));
+        }
         // Started: its runner is up (its `preloaded` frame: a framework spare's has imported the framework too).
         void r.preloaded?.then((f) => {
           if (!f || this.closed) return;
@@ -960,8 +965,9 @@ export class LocalSandboxHost implements SandboxHost {
       const egressLate =
         !!r && this.opts.bwrap !== null && !!this.opts.egressSocket && !r.egressBound && existsSync(this.opts.egressSocket);
       // One still starting or importing is on this request's path now: the default CPU weight before it is waited for.
+      const low = r?.limits.cpuWeight === 'low';
       let weighed = false;
-      if (wasStarting && r?.alive() && !egressLate && r.group.setCpuWeight) {
+      if (low && wasStarting && r?.alive() && !egressLate && r.group.setCpuWeight) {
         weighed = await r.group.setCpuWeight('default').then(
           () => true,
           () => false, // tried again with the limits below, where a failure starts fresh
@@ -977,7 +983,7 @@ export class LocalSandboxHost implements SandboxHost {
       const resident = usage ? (usage.memory_anon_bytes ?? usage.memory_bytes) : 0;
       if (preload?.modules?.some((m) => bundle.modules.includes(m)) || resident >= spec.memoryMb * MB) {
         // Low again while its SPARE_LOW_WEIGHT_MS last (its lift is still set for then).
-        if (weighed && performance.now() - r.started < this.lowWeightMs) await r.group.setCpuWeight?.(SPARE_CPU_WEIGHT).catch(() => {});
+        if (weighed && performance.now() - r.started < this.lowWeightMs) await r.group.setCpuWeight?.('low').catch(() => {});
         slot.unshift(r); // fits another version: kept
         return null;
       }
@@ -987,7 +993,7 @@ export class LocalSandboxHost implements SandboxHost {
         await Promise.all([
           r.group.setMemoryMb(spec.memoryMb),
           spec.cpuPercent !== undefined ? r.group.setCpuPercent(spec.cpuPercent) : null,
-          weighed ? null : r.group.setCpuWeight?.('default'),
+          low && !weighed ? r.group.setCpuWeight?.('default') : null,
           // A sync copy's throw becomes this promise's rejection (the limit writes are already under way).
           bundle.small
             ? new Promise<void>((done) => done(cpSync(src, r.appDir, { recursive: true })))

@@ -1,8 +1,9 @@
 /**
  * A spare's CPU weight (executor/local-host.ts SPARE_CPU_WEIGHT, docs/parity.md "Spare runners (cold starts)"): a
- * spare starts and warms in a group of low CPU weight, so its start and its framework's import take only the CPU that
- * live runs, their kills and their answers leave; a claim gives the group the default weight before the bundle loads,
- * and before it waits for a spare still importing (that spare is on a request's path then); one unclaimed takes the
+ * framework spare starts and warms in a group of low CPU weight, so its framework's import takes only the CPU that
+ * live runs, their kills and their answers leave (a plain one's short start keeps the default); a claim gives the group
+ * the default weight before the bundle loads, and before it waits for a spare still importing (that spare is on a
+ * request's path then); one unclaimed takes the
  * default after a while (SPARE_LOW_WEIGHT_MS), so busy cores never starve it for long. Real runtimes, this host's
  * limit backend (the weight read where the kernel holds it: the runner's cgroup) and bubblewrap. The backends' own
  * writes are held by test/conformance/limit-backend.ts (cgroup v1 real, v2 on a fake tree, the systemd scope).
@@ -114,17 +115,19 @@ async function pythonSpec(h: LocalSandboxHost, top: string) {
 
 // Each test waits up to 120 s: a framework import on a busy 2-core host takes its time (the waits are for events, not timed).
 describe('a spare’s CPU weight', () => {
-  it('is low while it waits, the default once a version claims it (set before its bundle has loaded), and low again for its replacement', async (ctx) => {
+  it('a framework spare’s is low while it waits, the default once a version claims it (set before its bundle has loaded), and low again for its replacement; a plain spare’s is the default', async (ctx) => {
     if (!installed) ctx.skip(NOT_INSTALLED);
-    const h = await host({ plain: 1, framework: 0 });
+    const h = await host({ plain: 1, framework: 1 });
     if (!weighable(h)) return ctx.skip(NOT_WEIGHABLE(h.info.backend));
     const backend = h.info.backend;
-    const first = await spare(h, 'python', 'plain', 'ready');
+    const plain = await spare(h, 'python', 'plain', 'ready');
+    expect(weightOf(plain.pid, backend)).toBe(DEFAULT[backend]); // its start is short, and the next cold start waits for it
+    const first = await spare(h, 'python', 'langgraph', 'ready');
     expect(weightOf(first.pid, backend)).toBe(LOW[backend]);
 
     // The bundle's top level sleeps: the claim is still loading it while the weight is read.
     let loaded = false;
-    const creating = h.create(await pythonSpec(h, 'import time\ntime.sleep(1.5)')).then((s) => {
+    const creating = h.create(await pythonSpec(h, 'from langgraph.graph import StateGraph\nimport time\ntime.sleep(1.5)')).then((s) => {
       loaded = true;
       return s;
     });
@@ -133,12 +136,12 @@ describe('a spare’s CPU weight', () => {
     const sandbox = await creating;
     try {
       expect(sandbox.ready.t).toBe('ready');
-      expect(h.spareStats().claimed).toBe(1);
+      expect(h.spareStats().claimed_by_profile).toMatchObject({ langgraph: 1 });
       expect(weightOf(first.pid, backend)).toBe(DEFAULT[backend]);
       // Its replacement warms at the low weight again.
       const next = await vi.waitFor(
         async () => {
-          const s = await spare(h, 'python', 'plain');
+          const s = await spare(h, 'python', 'langgraph');
           if (s.id === first.id) throw new Error('no replacement yet');
           return s;
         },
@@ -183,10 +186,10 @@ describe('a spare’s CPU weight', () => {
 
   it('goes to the default once its low phase is over (spareLowWeightMs), claimed or not', async (ctx) => {
     if (!installed) ctx.skip(NOT_INSTALLED);
-    const h = await host({ plain: 1, framework: 0 }, [], 1500);
+    const h = await host({ plain: 0, framework: 1 }, [], 1500);
     if (!weighable(h)) return ctx.skip(NOT_WEIGHABLE(h.info.backend));
     const backend = h.info.backend;
-    const s = await spare(h, 'python', 'plain');
+    const s = await spare(h, 'python', 'langgraph');
     const weights = new Set<string>();
     await vi.waitFor(
       () => {
