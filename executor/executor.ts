@@ -18,6 +18,7 @@ import type {
   PrewarmJob,
   PrewarmResult,
   RetireFilter,
+  RunSignal,
   TimelinePoint,
 } from './types';
 
@@ -232,7 +233,7 @@ export class PooledExecutor implements Executor {
     return (await this.opts.host.housekeep?.()) ?? { groups: 0, files: 0 };
   }
 
-  async run(job: ExecutorJob, events: ExecutorEvents, signal?: AbortSignal): Promise<ExecutionResult> {
+  async run(job: ExecutorJob, events: ExecutorEvents, signal?: RunSignal): Promise<ExecutionResult> {
     if (!job.debug) return this.runOnce(job, events, signal, null);
     // A debug run (executor/debug/run.ts): its session lives exactly as long as the run.
     const debug = new DebugRun(job.runtime, job.debug, events, signal);
@@ -249,7 +250,7 @@ export class PooledExecutor implements Executor {
   private async runOnce(
     job: ExecutorJob,
     events: ExecutorEvents,
-    signal: AbortSignal | undefined,
+    signal: RunSignal | undefined,
     debug: DebugRun | null,
   ): Promise<ExecutionResult> {
     const logs = new LogBuffer();
@@ -307,7 +308,7 @@ export class PooledExecutor implements Executor {
     warm: boolean,
     initMs: number,
     logs: LogBuffer,
-    signal?: AbortSignal,
+    signal?: RunSignal,
     debug: DebugRun | null = null,
   ): Promise<ExecutionResult> {
     const { limits } = job;

@@ -30,6 +30,7 @@ export type {
   PrewarmJob,
   PrewarmResult,
   RunLimits,
+  RunSignal,
 } from './types';
 export { MAX_STEPS_PER_RUN } from './protocol';
 export { DEBUG_ATTACH_TIMEOUT_MS } from './debug/types';

@@ -1,4 +1,4 @@
-import type { DebugEvent, DebugRequest, ExecutionResult, ExecutorEvents, Runtime } from '../types';
+import type { DebugEvent, DebugRequest, ExecutionResult, ExecutorEvents, RunSignal, Runtime } from '../types';
 import { HoldMeter } from './clock';
 import { DEBUG_ATTACH_TIMEOUT_MS, type DebugPort, type DebugSpec } from './types';
 
@@ -23,7 +23,7 @@ export class DebugRun {
     runtime: Runtime,
     private readonly req: DebugRequest,
     private readonly events: ExecutorEvents,
-    private readonly signal?: AbortSignal,
+    private readonly signal?: RunSignal,
   ) {
     this.protocol = runtime === 'bun' ? 'inspector' : 'dap';
     this.attachTimeoutMs = req.attachTimeoutMs ?? DEBUG_ATTACH_TIMEOUT_MS;
