@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { createClient } from '../contract/client';
+import { CORE_NODE_FLAGS } from '../scripts/core-node-flags.mjs';
 
 export const ROOT = join(__dirname, '..');
 
@@ -76,6 +77,8 @@ export async function serveCore(dataDir: string, opts: { nodeFlags?: string[]; a
   const child = spawn(
     process.execPath,
     [
+      // As a user's `svc-emu serve` runs (bin/svc-emu.mjs's first line), then the caller's.
+      ...CORE_NODE_FLAGS,
       ...(opts.nodeFlags ?? []),
       join(ROOT, 'bin', 'svc-emu.mjs'),
       'serve',

@@ -27,6 +27,7 @@ import { resolve, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createInterface } from 'node:readline';
 import { ROOT, runSetup, SetupError } from './setup.mjs';
+import { CORE_NODE_FLAGS } from './core-node-flags.mjs';
 
 const USAGE = `usage: npm run demo [-- --live | --record] [--port N] [--data-dir DIR] [--first-token-ms N] [--token-ms MIN-MAX] [--json] [--no-setup]
   (default)            replay: the agents answer from their recorded cassettes; no provider, no key, no network
@@ -194,6 +195,7 @@ async function main() {
   const core = spawn(
     process.execPath,
     [
+      ...CORE_NODE_FLAGS,
       join(ROOT, 'bin', 'svc-emu.mjs'),
       'serve',
       '--json',

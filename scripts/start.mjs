@@ -12,6 +12,7 @@ import { constants as osConstants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ROOT, runSetup, SetupError } from './setup.mjs';
+import { CORE_NODE_FLAGS } from './core-node-flags.mjs';
 
 /** An Electron that exits non-zero this soon after launch did not really start: fall back to headless. */
 const EARLY_EXIT_MS = 4000;
@@ -74,8 +75,13 @@ function exitLike(code, signal) {
   return num ? 128 + num : 1;
 }
 
+/** The headless core's command line: node with the core's flags (scripts/core-node-flags.mjs), then `svc-emu serve`. */
+export function headlessArgv(args, root = ROOT) {
+  return [...CORE_NODE_FLAGS, join(root, 'bin', 'svc-emu.mjs'), 'serve', ...args];
+}
+
 function runHeadless(args) {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'svc-emu.mjs'), 'serve', ...args], { stdio: 'inherit' });
+  const child = spawn(process.execPath, headlessArgv(args), { stdio: 'inherit' });
   forwardSignals(child);
   child.on('error', (error) => {
     process.stderr.write(`start: could not run svc-emu: ${error.message}\n`);
