@@ -150,6 +150,25 @@ const coreCpu = cores.map((c) => {
   const b = before.find((x) => x.key === a.key)!;
   return { key: basename(c.root), core_cpu_us_per_call: +((a.core - b.core) / 1000 / (3 * n)).toFixed(1) };
 });
+// Paired by round (the two calls were made a few ms apart and share the host's noise): the median of first root
+// minus second root, per snippet; Bun's runner is the same in both, so its line is the noise floor.
+const paired =
+  cores.length === 2
+    ? Object.fromEntries(
+        ['py10', 'py100', 'bun10'].map((sn) => {
+          const a = samples.get(`${basename(cores[0]!.root)}:${sn}`)!;
+          const b = samples.get(`${basename(cores[1]!.root)}:${sn}`)!;
+          const d = a.map((x, i) => x - b[i]!).sort((x, y) => x - y);
+          return [
+            sn,
+            {
+              median_diff_ms: +d[Math.floor(d.length / 2)]!.toFixed(4),
+              first_slower: +(d.filter((x) => x > 0).length / d.length).toFixed(3),
+            },
+          ];
+        }),
+      )
+    : null;
 const mfP50 = samples.has('miniflare') ? stats(samples.get('miniflare')!).p50_ms : null;
 const out = Object.fromEntries(
   [...samples].map(([k, v]) => {
@@ -157,7 +176,7 @@ const out = Object.fromEntries(
     return [k, { p50: s.p50_ms, p90: s.p90_ms, p99: s.p99_ms, vs_mf: mfP50 ? +(s.p50_ms / mfP50).toFixed(3) : null }];
   }),
 );
-const report = JSON.stringify({ n, load: readFileSync('/proc/loadavg', 'utf8').trim(), out, perCall, coreCpu });
+const report = JSON.stringify({ n, load: readFileSync('/proc/loadavg', 'utf8').trim(), out, paired, perCall, coreCpu });
 console.log(report);
 if (arg('out', '')) writeFileSync(arg('out', ''), report);
 for (const t of targets) t.c.close();
