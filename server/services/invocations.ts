@@ -52,6 +52,9 @@ export type InvocationView = z.output<typeof Invocation>;
 export class InvocationService {
   /** Replay copies of inputs still being written, by invocation (sync and stream runs: see `create`). */
   private readonly storedPuts = new Map<string, Promise<string>>();
+  /** The history's records per tenant as the last trim left them (`tenantCounts`). */
+  private lastCount: { all: InvocationRecord[]; length: number; last: InvocationRecord | undefined; counts: Map<string, number> } | null =
+    null;
 
   constructor(
     private readonly deps: CoreDeps,
@@ -141,10 +144,9 @@ export class InvocationService {
     // This runs at every invocation's start: counted without a copy, and a full history (one over) loses
     // its oldest finished record in place instead of being copied whole.
     const all = db.invocations;
-    let count = 0;
-    for (const i of all) if (i.tenant_id === tenantId) count++;
-    let excess = count - this.historyLimit;
-    if (excess <= 0) return;
+    const counts = this.tenantCounts(all);
+    let excess = (counts.get(tenantId) ?? 0) - this.historyLimit;
+    if (excess <= 0) return this.counted(all, counts);
     const drop: number[] = [];
     for (let at = 0; at < all.length && excess > 0; at++) {
       const i = all[at]!;
@@ -158,6 +160,30 @@ export class InvocationService {
       if (drop[k] === 0) all.shift();
       else all.splice(drop[k]!, 1);
     }
+    counts.set(tenantId, (counts.get(tenantId) ?? 0) - drop.length);
+    this.counted(all, counts);
+  }
+
+  /**
+   * Records per tenant in `all`, which has just had one record pushed. Kept from the last trim and moved on by that
+   * record when nothing else changed the history since (the same array, one longer, and the record last seen at its
+   * end still just before the new one: an import pushes past it, a removal shortens it); else counted afresh. A full
+   * count reads every record's tenant, ~30 µs of CPU per invoke with a 1,000-record history of mixed record shapes.
+   */
+  private tenantCounts(all: InvocationRecord[]): Map<string, number> {
+    const c = this.lastCount;
+    if (c && c.all === all && c.length === all.length - 1 && c.last === all[all.length - 2]) {
+      const added = all[all.length - 1]!;
+      c.counts.set(added.tenant_id, (c.counts.get(added.tenant_id) ?? 0) + 1);
+      return c.counts;
+    }
+    const counts = new Map<string, number>();
+    for (const i of all) counts.set(i.tenant_id, (counts.get(i.tenant_id) ?? 0) + 1);
+    return counts;
+  }
+
+  private counted(all: InvocationRecord[], counts: Map<string, number>): void {
+    this.lastCount = { all, length: all.length, last: all[all.length - 1], counts };
   }
 
   /** A queued async job starts: counted as an attempt, on disk before its code runs. */

@@ -90,6 +90,57 @@ describe('invocation history bound', () => {
     expect(ids('ten_a')).not.toContain(a);
   });
 
+  it('counts right when the history changed between two trims: records removed, records pushed by an import, both', async () => {
+    // The per-tenant counts are kept from one trim to the next (trimHistory's tenantCounts): each change here must
+    // be seen, or the tenant would keep too many records or lose too many.
+    const svc = new InvocationService(deps, 3);
+    for (let i = 0; i < 4; i++) {
+      await run(svc, 'ten_a');
+      await run(svc, 'ten_b');
+    }
+    expect(ids('ten_a')).toHaveLength(3);
+    const imported = (n: number) =>
+      deps.repo.mutate((db) => {
+        const model = db.invocations.find((i) => i.tenant_id === 'ten_a')!;
+        for (let k = 0; k < n; k++) db.invocations.push({ ...model, id: `inv_imported_${db.invocations.length}_${k}` });
+      });
+    const removeA = (n: number, fromEnd = false) =>
+      deps.repo.mutate((db) => {
+        for (let k = 0; k < n; k++) {
+          const at = fromEnd
+            ? db.invocations.findLastIndex((i) => i.tenant_id === 'ten_a')
+            : db.invocations.findIndex((i) => i.tenant_id === 'ten_a');
+          db.invocations.splice(at, 1);
+        }
+      });
+
+    await removeA(2); // 1 left
+    const one = await run(svc, 'ten_a');
+    expect(ids('ten_a')).toHaveLength(2);
+
+    await imported(3); // 5
+    const two = await run(svc, 'ten_a'); // 6 → the 3 newest
+    const afterImport = ids('ten_a');
+    expect(afterImport).toHaveLength(3);
+    expect(afterImport.at(-1)).toBe(two);
+    expect(afterImport).not.toContain(one);
+
+    // Another tenant's newest record goes and an import brings one of ten_a's in its place: the same length.
+    await deps.repo.mutate((db) => {
+      db.invocations.splice(
+        db.invocations.findLastIndex((i) => i.tenant_id === 'ten_b'),
+        1,
+      );
+    });
+    await imported(1); // ten_a: 4
+    await run(svc, 'ten_a'); // 5 → 3
+    expect(ids('ten_a')).toHaveLength(3);
+    await run(svc, 'ten_b'); // 2 + 1
+    expect(ids('ten_b')).toHaveLength(3);
+    await run(svc, 'ten_b');
+    expect(ids('ten_b')).toHaveLength(3);
+  });
+
   it('drops several at once when the history is over by more than one (a lowered limit)', async () => {
     const made: string[] = [];
     const wide = new InvocationService(deps, 10);
