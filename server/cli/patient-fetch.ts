@@ -6,7 +6,7 @@ import type { Agent } from 'undici';
  * with a long `timeout_ms`). The CLI's clients wait as long as the core does: the run's own limits end it.
  *
  * undici is loaded on the first call, not with the CLI: `svc-emu serve` never calls it, and its ~110 modules
- * cost the idle core ~7 MB (docs/architecture.md, "What the idle core loads").
+ * cost the idle core ~7 MB (docs/architecture.md, "What the idle core holds").
  */
 let loaded: Promise<{ fetch: typeof import('undici').fetch; agent: Agent }> | null = null;
 
