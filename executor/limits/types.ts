@@ -65,7 +65,7 @@ export interface LimitGroup {
   setCpuPercent(percent: number | null): Promise<void>;
   /**
    * Sets the group's CPU weight (GroupLimits.cpuWeight): a spare claimed by a version goes back to `default` before
-   * its bundle loads. Absent where the backend cannot weigh groups (`none`: docs/parity.md, "Spare runners"). Additive.
+   * its bundle loads. Absent where the backend cannot weigh groups (`none`: docs/parity.md, "Spare runners (cold starts)"). Additive.
    */
   setCpuWeight?(weight: CpuWeight): Promise<void>;
   /**
