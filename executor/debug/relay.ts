@@ -82,6 +82,8 @@ export function gate(protocol: DebugSpec['protocol'], head: Buffer): 'ok' | 'mor
 /** Listens on 127.0.0.1:(port ?? any); resolves once it listens (rejects when the port is taken). */
 export async function startRelay(o: RelayOptions): Promise<Relay> {
   const clients = new Set<net.Socket>();
+  /** Each open connection's end (below): close() runs them, so a debugger cut off is told before close() settles. */
+  const enders = new Set<() => void>();
   const upstreams = new Set<net.Socket>();
   const heldListeners = new Set<(held: boolean) => void>();
   const closeListeners = new Set<() => void>();
@@ -112,6 +114,7 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
     const end = () => {
       if (gone) return;
       gone = true;
+      enders.delete(end);
       clearTimeout(timer);
       clearTimeout(headTimer);
       client.destroy();
@@ -125,6 +128,7 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
       clients.delete(client);
       setHeld(held);
     };
+    enders.add(end);
     client.on('error', end);
     client.on('close', end);
     const connect = () => {
@@ -233,13 +237,14 @@ export async function startRelay(o: RelayOptions): Promise<Relay> {
       closed = true;
       closing = new Promise<void>((resolve) => {
         server.close(() => resolve());
+        // Each connection ends here, not on its socket's 'close' event: the server's close callback can come before
+        // those (a handle's close is a later turn of the loop), and the listeners are cleared then — a debugger cut
+        // off by the close would never be told as `detached`.
+        for (const e of [...enders]) e();
         for (const u of upstreams) u.destroy();
         for (const c of clients) c.destroy();
         for (const c of pending) c.destroy();
-      }).then(() => {
-        // Every client's close has run by now (the server's close waits for its connections).
-        heldListeners.clear();
-      });
+      }).then(() => heldListeners.clear());
       // Told at once: a waiter for the debugger must not wait for the sockets to drain.
       const ls = [...closeListeners];
       closeListeners.clear();
