@@ -7,11 +7,10 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { nonRootObstacle, startCoreAs, type CoreAs } from './core-as';
+import { descendsFrom, sandboxedCoreAs, type CoreAs } from './core-as';
 import { DEFAULT_SANDBOX_UID } from '../../executor/sandbox/profile';
 
 const NON_ROOT_UID = 4244;
-const isRoot = process.getuid?.() === 0;
 
 const CODE = {
   bun: { file: 'index.ts', good: 'export default async () => ({ ok: 1 })\n', bad: 'export default async () => ({ ok: \n' },
@@ -26,20 +25,6 @@ async function call(core: CoreAs, method: string, path: string, body?: unknown) 
   });
   const text = await res.text();
   return { status: res.status, json: text ? (JSON.parse(text) as Record<string, unknown>) : null };
-}
-
-function parentOf(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
-}
-
-function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p: number | null = pid, n = 0; p !== null && p > 1 && n < 64; p = parentOf(p), n++) if (p === ancestor) return true;
-  return false;
 }
 
 /** The checker of `runtime` under `core`: the process whose argv[0] is the runtime itself (not bwrap or setpriv). */
@@ -69,19 +54,9 @@ afterAll(async () => {
 describe.each([
   { mode: 'root', uid: null as number | null },
   { mode: 'an unprivileged uid', uid: NON_ROOT_UID },
-])('code checkers with the core as $mode', ({ mode, uid }) => {
+])('code checkers with the core as $mode', ({ uid }) => {
   it('Bun and Python: problems found with file and line, the checker sandboxed and never host uid 0', async (ctx) => {
-    if (!isRoot) ctx.skip(`the core runs as this uid (${process.getuid?.()}): switching to ${mode} needs root`);
-    if (uid !== null) {
-      const obstacle = nonRootObstacle();
-      if (obstacle) ctx.skip(obstacle);
-    }
-    const core = await startCoreAs({ uid, env: {} });
-    cores.push(core);
-    const doctor = (await (await fetch(`${core.url}/_emu/doctor`, { headers: { authorization: `Bearer ${core.admin}` } })).json()) as {
-      sandbox?: { bubblewrap?: boolean; reason?: string | null };
-    };
-    if (!doctor.sandbox?.bubblewrap) ctx.skip(`no parity sandbox: ${doctor.sandbox?.reason ?? 'unknown'}`);
+    const core = await sandboxedCoreAs(ctx, uid, cores);
 
     for (const runtime of ['bun', 'python'] as const) {
       const { file, good, bad } = CODE[runtime];

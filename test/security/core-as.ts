@@ -14,6 +14,7 @@ import { chmod, chown, mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
+import type { TestContext } from 'vitest';
 
 export const ROOT = resolve(__dirname, '../..');
 const SCRIPT = join(ROOT, 'test', 'helpers', 'core-process.mts');
@@ -174,4 +175,41 @@ export async function startCoreAs(opts: { uid: number | null; gid?: number; env:
       await rm(work, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A core as root (`uid` null) or as `uid`, with the parity sandbox, for a test that judges the sandbox from the
+ * host; skips (saying why) where this host cannot give that: the test not run as root, no usable unprivileged
+ * uid, no bubblewrap. The core goes into `cores` for the file's afterAll to stop.
+ */
+export async function sandboxedCoreAs(ctx: TestContext, uid: number | null, cores: CoreAs[]): Promise<CoreAs> {
+  const mode = uid === null ? 'root' : `uid ${uid}`;
+  if (process.getuid?.() !== 0) ctx.skip(`the core runs as this uid (${process.getuid?.()}): switching to ${mode} needs root`);
+  if (uid !== null) {
+    const obstacle = nonRootObstacle();
+    if (obstacle) ctx.skip(obstacle);
+  }
+  const core = await startCoreAs({ uid, env: {} });
+  cores.push(core);
+  const doctor = (await (await fetch(`${core.url}/_emu/doctor`, { headers: { authorization: `Bearer ${core.admin}` } })).json()) as {
+    sandbox?: { bubblewrap?: boolean; reason?: string | null };
+  };
+  if (!doctor.sandbox?.bubblewrap) ctx.skip(`no parity sandbox: ${doctor.sandbox?.reason ?? 'unknown'}`);
+  return core;
+}
+
+/** The parent of a process, from /proc (null when it is gone). */
+export function parentOf(pid: number): number | null {
+  try {
+    // The command name, in parentheses, may hold spaces: the fields after its closing parenthesis are fixed.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+export function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let p: number | null = pid, n = 0; p !== null && p > 1 && n < 64; p = parentOf(p), n++) if (p === ancestor) return true;
+  return false;
 }

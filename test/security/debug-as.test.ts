@@ -8,14 +8,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { nonRootObstacle, startCoreAs, type CoreAs } from './core-as';
+import { descendsFrom, sandboxedCoreAs, type CoreAs } from './core-as';
 import { InspectorSession } from '../helpers/inspector-client';
 import { accepts } from '../helpers/debug-events';
 import { attach, DapClient } from '../helpers/dap';
 import type { DebugSession } from '../../contract/schemas/debug';
 
 const NON_ROOT_UID = 4243;
-const isRoot = process.getuid?.() === 0;
 
 const BUN = `export default async function handler(input: { n: number }) {
   const doubled = input.n * 2;
@@ -47,22 +46,6 @@ async function sessionOf(core: CoreAs, requestId: string): Promise<DebugSession>
     if (Date.now() > end) throw new Error(`no waiting debug session for request ${requestId} within 30 s`);
     await new Promise((r2) => setTimeout(r2, 50));
   }
-}
-
-/** The parent of a process, from /proc (null when it is gone). */
-function parentOf(pid: number): number | null {
-  try {
-    // The command name, in parentheses, may hold spaces: the fields after its closing parenthesis are fixed.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return null;
-  }
-}
-
-function descendsFrom(pid: number, ancestor: number): boolean {
-  for (let p: number | null = pid, n = 0; p !== null && p > 1 && n < 64; p = parentOf(p), n++) if (p === ancestor) return true;
-  return false;
 }
 
 /** The runtime's processes under `core` (argv[0] is the runtime itself, not a wrapper starting it), with their host uid. */
@@ -97,19 +80,9 @@ afterAll(async () => {
 describe.each([
   { mode: 'root', uid: null as number | null },
   { mode: 'an unprivileged uid', uid: NON_ROOT_UID },
-])('debug runs with the core as $mode', ({ mode, uid }) => {
+])('debug runs with the core as $mode', ({ uid }) => {
   it('a Bun and a Python debug run: the debugger attaches, the runtime is never host uid 0, nothing is left after', async (ctx) => {
-    if (!isRoot) ctx.skip(`the core runs as this uid (${process.getuid?.()}): switching to ${mode} needs root`);
-    if (uid !== null) {
-      const obstacle = nonRootObstacle();
-      if (obstacle) ctx.skip(obstacle);
-    }
-    const core = await startCoreAs({ uid, env: {} });
-    cores.push(core);
-    const doctor = (await (await fetch(`${core.url}/_emu/doctor`, { headers: { authorization: `Bearer ${core.admin}` } })).json()) as {
-      sandbox?: { bubblewrap?: boolean; reason?: string | null };
-    };
-    if (!doctor.sandbox?.bubblewrap) ctx.skip(`no parity sandbox: ${doctor.sandbox?.reason ?? 'unknown'}`);
+    const core = await sandboxedCoreAs(ctx, uid, cores);
     const dirsBefore = new Set(debugDirs());
 
     for (const [runtime, code, file] of [
