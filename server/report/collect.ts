@@ -64,9 +64,10 @@ export async function collectItem(deps: CoreDeps, services: ReportServices, id: 
   const v = found.version;
   const secrets = services.secrets.reveal(found.tenant);
   const r = <T>(value: T): T => redactSecrets(value, secrets) as T;
+  const egressLog = services.egress.log.list({ invocation_id: record.id }).reverse();
   return {
-    view: r(view),
-    record: r(record),
+    view: keepCoreFields(r(view), view),
+    record: keepCoreFields(r(record), record),
     tenant: { name: found.tenant.name, caps: { ...found.tenant.caps } },
     snippet: {
       name: found.snippet?.name ?? record.snippet,
@@ -90,10 +91,21 @@ export async function collectItem(deps: CoreDeps, services: ReportServices, id: 
     evidence: r(record.error?.evidence ?? null),
     stored,
     har: r(har),
-    egressLog: r(services.egress.log.list({ invocation_id: record.id }).reverse()),
+    egressLog: r(egressLog).map((e, i) => keepCoreFields(e, egressLog[i]!)),
     stream: r(stream),
     agent: r(agent),
   };
+}
+
+/**
+ * An object's top-level fields the core itself wrote, as they were before redaction: ids (`id`, `…_id`) and blob
+ * names (`…_blob`). No run writes them, and a secret's value can occur inside a random id by chance (a one-character
+ * secret often does): redacted there, the report would name an invocation that does not exist.
+ */
+function keepCoreFields<T extends object>(redacted: T, original: T): T {
+  const out: Record<string, unknown> = { ...(redacted as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(original)) if (k === 'id' || k.endsWith('_id') || k.endsWith('_blob')) out[k] = v;
+  return out as T;
 }
 
 /** The run's `egress_blob`: only entries that read as HAR entries (a damaged blob shows as none). */

@@ -139,6 +139,30 @@ describe('secrets', () => {
   });
 });
 
+describe('secrets that occur inside ids', () => {
+  it('a secret whose value is in every id (`inv_`): the ids stay as they are, the output is still redacted, and the import names the run', async () => {
+    // On b: a's secrets are shared by the other tests of this file. Every invocation id starts with inv_.
+    expect((await b.call('PUT', '/v1/secrets/SHORT', { value: 'inv_' })).status).toBeLessThan(300);
+    try {
+      await makeSnippet(
+        b,
+        'ids-kept',
+        'export default async function handler(input) {\n  return { tag: process.env.SHORT + input.n };\n}\n',
+      );
+      const run = await b.call('POST', '/v1/invoke/ids-kept', { n: 3 });
+      expect(run.json).toEqual({ tag: 'inv_3' });
+      const id = run.headers.get('x-invocation-id')!;
+      expect(id.startsWith('inv_')).toBe(true);
+      const repro = reproOf((await b.call('GET', `/_emu/report?ids=${id}`, undefined, { key: b.admin })).text);
+      expect(repro.invocations[0]).toMatchObject({ invocation_id: id, summary: { output: { tag: '[secret SHORT]3' } } });
+      const imported = await a.client.call(operations.emuImportReport, { body: { repro } });
+      expect(imported.invocations[0]).toMatchObject({ source_id: id, snippet: 'ids-kept', outcome: 'success' });
+    } finally {
+      await b.call('DELETE', '/v1/secrets/SHORT');
+    }
+  });
+});
+
 describe('the file in Chromium', () => {
   it('opens from file:// with no request but the file itself, shows the timeline as SVG with points, and runs no hostile script', async ({
     skip,
